@@ -1,0 +1,109 @@
+# batchfit - top-level build. `make` builds the libraries, `make test` runs
+# every test, `make demo` runs the main job. Honours CC, CFLAGS, LDFLAGS,
+# PREFIX, DESTDIR, LIBDIR, INCLUDEDIR, BINDIR, MANDIR.
+# SANITIZE=1 builds everything with AddressSanitizer and UBSan (use a
+# separate BUILD directory, e.g. make test SANITIZE=1 BUILD=build/asan).
+
+VERSION_MAJOR := 0
+VERSION := 0.1.0
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+LDFLAGS ?=
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BUILD ?= build
+
+WARNINGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wpointer-arith -Wformat=2
+CPPFLAGS_ALL := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude $(CPPFLAGS)
+SAN_FLAGS :=
+ifeq ($(SANITIZE),1)
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+ALL_CFLAGS := $(WARNINGS) $(CPPFLAGS_ALL) $(CFLAGS) $(SAN_FLAGS)
+ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
+LIBS := -lm
+
+LIB_SRC := $(wildcard lib/*.c)
+LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+SONAME := libbatchfit.so.$(VERSION_MAJOR)
+SHARED := $(BUILD)/libbatchfit.so.$(VERSION)
+STATIC := $(BUILD)/libbatchfit.a
+
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o) $(BUILD)/tests/support.o
+RUNNER := $(BUILD)/tests/runner
+
+EXAMPLES := $(BUILD)/examples/sim_probe
+
+.PHONY: all lib test demo install uninstall clean examples
+
+all: lib examples
+
+lib: $(SHARED) $(STATIC)
+
+$(BUILD)/lib/%.o: lib/%.c lib/internal.h include/batchfit.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -DBATCHFIT_BUILDING -c $< -o $@
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LIBS)
+	ln -sf libbatchfit.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/libbatchfit.so
+
+$(STATIC): $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+examples: $(EXAMPLES)
+
+$(BUILD)/examples/%: examples/%.c $(STATIC) include/batchfit.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(STATIC) $(ALL_LDFLAGS) $(LIBS)
+
+# The test list is generated from the TEST(name) lines of the test files.
+$(BUILD)/tests/list.h: $(TEST_SRC)
+	@mkdir -p $(@D)
+	grep -ho '^TEST([a-z0-9_]*)' $(TEST_SRC) | sed 's/^TEST(\(.*\))/X(\1)/' > $@
+
+$(BUILD)/tests/%.o: tests/%.c tests/test.h include/batchfit.h lib/internal.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Ilib -c $< -o $@
+
+$(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
+	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \
+	    -o $@ tests/runner.c $(TEST_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
+
+test: $(RUNNER) $(EXAMPLES)
+	BATCHFIT_TEST_BUILD=$(BUILD) $(RUNNER)
+
+demo: $(EXAMPLES)
+	$(BUILD)/examples/sim_probe
+
+$(BUILD)/libbatchfit.pc: libbatchfit.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: lib $(BUILD)/libbatchfit.pc
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 644 include/batchfit.h $(DESTDIR)$(INCLUDEDIR)/batchfit.h
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/libbatchfit.so.$(VERSION)
+	ln -sf libbatchfit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libbatchfit.so
+	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/libbatchfit.a
+	install -m 644 $(BUILD)/libbatchfit.pc $(DESTDIR)$(PKGCONFIGDIR)/libbatchfit.pc
+	ln -sf libbatchfit.pc $(DESTDIR)$(PKGCONFIGDIR)/batchfit.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/batchfit.h $(DESTDIR)$(LIBDIR)/libbatchfit.so* \
+	      $(DESTDIR)$(LIBDIR)/libbatchfit.a $(DESTDIR)$(PKGCONFIGDIR)/libbatchfit.pc \
+	      $(DESTDIR)$(PKGCONFIGDIR)/batchfit.pc
+
+clean:
+	rm -rf $(BUILD)

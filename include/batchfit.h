@@ -1,0 +1,425 @@
+/*
+ * batchfit.h - find the largest batch size that fits a training step into
+ * accelerator memory, by measuring it.
+ *
+ * This is the only public header of libbatchfit. The command-line tool is
+ * built on it alone.
+ *
+ * Ownership in one paragraph: every object the library hands out (context,
+ * device, result) has a matching *_free function that accepts NULL. Strings
+ * and arrays inside a result belong to the result. Every allocation the
+ * library makes goes through the allocator given to batchfit_ctx_create().
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef BATCHFIT_H
+#define BATCHFIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(BATCHFIT_BUILDING) && defined(__GNUC__)
+#define BATCHFIT_API __attribute__((visibility("default")))
+#else
+#define BATCHFIT_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define BATCHFIT_VERSION_MAJOR 0
+#define BATCHFIT_VERSION_MINOR 1
+#define BATCHFIT_VERSION_PATCH 0
+#define BATCHFIT_VERSION_NUMBER \
+    (BATCHFIT_VERSION_MAJOR * 10000 + BATCHFIT_VERSION_MINOR * 100 + BATCHFIT_VERSION_PATCH)
+#define BATCHFIT_VERSION_STRING "0.1.0"
+
+/* The version of the library actually loaded, as BATCHFIT_VERSION_NUMBER
+ * encodes it; compare with the macro to detect a header/library mismatch. */
+BATCHFIT_API unsigned batchfit_version_number(void);
+/* The same as a string, e.g. "0.1.0". Static storage. */
+BATCHFIT_API const char *batchfit_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Error codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* X(NAME, value, description). Values are only ever appended, never
+ * renumbered. */
+#define BATCHFIT_ERROR_MAP(X)                                                        \
+    X(OK, 0, "success")                                                              \
+    X(INVALID_ARGUMENT, 1, "invalid argument")                                       \
+    X(NO_MEMORY, 2, "the library could not allocate host memory")                    \
+    X(NO_DEVICE, 3, "no usable device")                                              \
+    X(MIN_DOES_NOT_FIT, 4, "even the minimum batch size does not fit")               \
+    X(TRIAL_ERROR, 5, "a trial failed with an error that is not out-of-memory")      \
+    X(ABORTED, 6, "aborted by a callback")                                           \
+    X(DEVICE, 7, "the device reported an error")                                     \
+    X(TRIAL_LIMIT, 8, "the trial limit was reached before any batch size fitted")    \
+    X(PARSE, 9, "a value could not be parsed")
+
+typedef enum batchfit_code {
+#define BATCHFIT_X_ENUM(name, value, text) BATCHFIT_E_##name = value,
+    BATCHFIT_ERROR_MAP(BATCHFIT_X_ENUM)
+#undef BATCHFIT_X_ENUM
+} batchfit_code;
+
+#define BATCHFIT_OK BATCHFIT_E_OK
+
+/* "BATCHFIT_E_NO_MEMORY: the library could not allocate host memory";
+ * static storage; an unknown code gives "BATCHFIT_E_UNKNOWN: unknown error". */
+BATCHFIT_API const char *batchfit_strerror(int code);
+/* The bare name, e.g. "NO_MEMORY", or "UNKNOWN". */
+BATCHFIT_API const char *batchfit_error_name(int code);
+
+/* ------------------------------------------------------------------------ */
+/* Context: allocator, logging, last error                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct batchfit_ctx_s batchfit_ctx;
+
+/* Every allocation the library makes goes through these. A NULL return is
+ * handled on every path (the call fails with BATCHFIT_E_NO_MEMORY and
+ * releases what it took). */
+typedef struct batchfit_allocator {
+    void *(*alloc)(size_t size, void *userdata);
+    void *(*realloc)(void *ptr, size_t size, void *userdata);
+    void (*free)(void *ptr, void *userdata);
+    void *userdata;
+} batchfit_allocator;
+
+typedef enum batchfit_log_level {
+    BATCHFIT_LOG_DEBUG = 0,
+    BATCHFIT_LOG_INFO = 1,
+    BATCHFIT_LOG_WARN = 2,
+    BATCHFIT_LOG_ERROR = 3
+} batchfit_log_level;
+
+/* message is a complete line without a trailing newline; valid only during
+ * the call. */
+typedef void (*batchfit_log_fn)(batchfit_log_level level, const char *message, void *userdata);
+
+/* Creates a context. allocator may be NULL (the C library's malloc family);
+ * it is copied. Returns BATCHFIT_OK or BATCHFIT_E_NO_MEMORY (*out = NULL). */
+BATCHFIT_API int batchfit_ctx_create(const batchfit_allocator *allocator, batchfit_ctx **out);
+/* Frees the context; NULL is fine. Devices and results made with it must
+ * not be used after their context is freed, except batchfit_result_free(). */
+BATCHFIT_API void batchfit_ctx_free(batchfit_ctx *ctx);
+/* Log lines at or above min_level go to fn; fn = NULL silences the log
+ * (the default). */
+BATCHFIT_API void batchfit_ctx_set_log(batchfit_ctx *ctx, batchfit_log_fn fn, void *userdata,
+                                       batchfit_log_level min_level);
+/* The detail of the last failed call on this context ("" if none). Owned by
+ * the context, valid until the next call on it. */
+BATCHFIT_API const char *batchfit_ctx_last_error(const batchfit_ctx *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Parsing user input                                                       */
+/* ------------------------------------------------------------------------ */
+/* Each parser takes the name of the input and where it came from ("--max",
+ * "environment variable VRAM_LIMIT_GB", "hyperparameters.json") and on
+ * failure writes a message naming both into err (err may be NULL). */
+
+/* A size such as "12GiB", "1.5 GB", "4096", "512MiB": B, KiB/MiB/GiB/TiB
+ * (powers of 1024), KB/MB/GB/TB (powers of 1000), units case-insensitive; a
+ * plain number is bytes. Returns BATCHFIT_OK or BATCHFIT_E_PARSE (malformed,
+ * negative, fractional bytes, overflow). */
+BATCHFIT_API int batchfit_parse_size(const char *text, const char *what, uint64_t *bytes_out,
+                                     char *err, size_t err_len);
+
+/* A fraction written as a percentage, "5%" or "0.5%", into [0, 1]. */
+BATCHFIT_API int batchfit_parse_percent(const char *text, const char *what, double *fraction_out,
+                                        char *err, size_t err_len);
+
+/* The requested maximum from a hyperparameter value. NULL, "", "0", "none"
+ * and "null" (any case, surrounding blanks ignored) mean "the device
+ * decides" and give 0; anything else must be a positive integer. Errors
+ * quote the value. */
+BATCHFIT_API int batchfit_parse_requested_size(const char *text, const char *what,
+                                               uint64_t *size_out, char *err, size_t err_len);
+
+/* A positive whole number (a count such as --min, --samples, --max-trials),
+ * at most max_value. */
+BATCHFIT_API int batchfit_parse_count(const char *text, const char *what, uint64_t max_value,
+                                      uint64_t *value_out, char *err, size_t err_len);
+
+/* One help text for the VRAM limit, shared by the CLI and the docs. */
+#define BATCHFIT_VRAM_LIMIT_HELP                                                              \
+    "cap the device memory a probe may use, in GiB (2^30 bytes; fractions allowed). "        \
+    "Precedence: --vram-limit-gb, then VRAM_LIMIT_GB, then BATCHFIT_VRAM_LIMIT_GB; an "      \
+    "empty variable counts as unset. Zero, negative, NaN, infinite or non-numeric values "   \
+    "are errors."
+
+/* Resolves the VRAM limit: explicit (a flag's text, NULL when the flag was
+ * not given) beats the environment variable VRAM_LIMIT_GB, which beats
+ * BATCHFIT_VRAM_LIMIT_GB. On success *bytes_out is the limit (0 = no limit)
+ * and source_out (if not NULL) points to a static string naming where it
+ * came from ("--vram-limit-gb", "environment variable VRAM_LIMIT_GB", ...,
+ * or "none"). flag_name names the flag in messages (NULL: "--vram-limit-gb"). */
+BATCHFIT_API int batchfit_resolve_vram_limit(const char *explicit_text, const char *flag_name,
+                                             uint64_t *bytes_out, const char **source_out,
+                                             char *err, size_t err_len);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct batchfit_device_s batchfit_device;
+
+/* Opens a device from a spec:
+ *   "sim:KEY=VALUE,..."  a simulated device (see below).
+ * Returns BATCHFIT_E_INVALID_ARGUMENT / BATCHFIT_E_PARSE for a malformed
+ * spec (the message names the key), BATCHFIT_E_NO_MEMORY. A device that
+ * exists in the spec's grammar but cannot be used here is still returned,
+ * with batchfit_device_available() = 0 and a reason.
+ *
+ * sim keys: capacity=SIZE (required), used=SIZE (memory already taken by
+ * others, default 0), fixed=SIZE (the step's memory independent of the
+ * batch: weights, optimizer state), per_sample=SIZE, granule=SIZE (every
+ * allocation rounds up to it, default 2MiB), jump=BATCH:SIZE (a workspace of
+ * SIZE from that batch size up; repeatable), noise=PCT (uniform trial-to-trial
+ * spread of the step's peak, default 0%), seed=N, unavailable=REASON (the
+ * device reports itself unusable, as a GPU without a driver would). */
+BATCHFIT_API int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out);
+BATCHFIT_API void batchfit_device_free(batchfit_device *device);
+/* "sim", ... */
+BATCHFIT_API const char *batchfit_device_kind(const batchfit_device *device);
+/* 1 if the device can be used; otherwise 0 and *reason (if not NULL) says why. */
+BATCHFIT_API int batchfit_device_available(const batchfit_device *device, const char **reason);
+/* Total and free bytes now. BATCHFIT_E_DEVICE (with last error) if unknown. */
+BATCHFIT_API int batchfit_device_memory(batchfit_device *device, uint64_t *total_out,
+                                        uint64_t *free_out);
+/* The relative trial-to-trial spread of peak measurements this device is
+ * known to show (0 for an exact device). */
+BATCHFIT_API double batchfit_device_peak_spread(const batchfit_device *device);
+
+/* For steps that run on a sim device: allocate and free simulated device
+ * memory. batchfit_sim_alloc returns 0, or -1 when the device is out of
+ * memory (or the device is not a sim device). */
+BATCHFIT_API int batchfit_sim_alloc(batchfit_device *device, uint64_t bytes);
+BATCHFIT_API void batchfit_sim_free(batchfit_device *device, uint64_t bytes);
+/* Bytes a sim device has allocated for steps (ballast excluded). */
+BATCHFIT_API uint64_t batchfit_sim_in_use(const batchfit_device *device);
+
+/* ------------------------------------------------------------------------ */
+/* Trials and steps                                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef enum batchfit_outcome {
+    BATCHFIT_FITS = 0,  /* ran to the end, within the budget */
+    BATCHFIT_OOM = 1,   /* out of memory (or over the budget) */
+    BATCHFIT_ERROR = 2  /* anything else: a bug; the search stops */
+} batchfit_outcome;
+
+/* "fits", "oom", "error". */
+BATCHFIT_API const char *batchfit_outcome_name(batchfit_outcome outcome);
+
+#define BATCHFIT_MESSAGE_MAX 256
+
+/* One trial, as the trial log records it. */
+typedef struct batchfit_trial {
+    uint64_t batch;
+    batchfit_outcome outcome;
+    int peak_known;          /* 1 if peak_bytes was measured */
+    uint64_t peak_bytes;     /* the step's peak memory during the trial */
+    double seconds;          /* wall time of the trial */
+    int accepted;            /* 1 if it counts as fitting for the search */
+    char message[BATCHFIT_MESSAGE_MAX]; /* the step's message or why it was rejected */
+} batchfit_trial;
+
+/* What a step's run() reports besides its outcome. Zeroed before each run. */
+typedef struct batchfit_step_report {
+    int peak_known;       /* set to 1 with peak_bytes if the step measures itself */
+    uint64_t peak_bytes;
+    char message[BATCHFIT_MESSAGE_MAX];
+} batchfit_step_report;
+
+/* A step factory. The library owns the order: check the device, hold the
+ * margin, build, run trials, release, free the margin. release() is called
+ * exactly once for every successful build(), on every path. */
+typedef struct batchfit_step {
+    size_t struct_size;   /* sizeof(batchfit_step) */
+    const char *name;     /* for messages; may be NULL */
+    uint64_t min_batch;   /* the smallest batch the step can run at all; 0 = 1 */
+    /* Makes the throwaway step. Returns BATCHFIT_FITS and sets *state, or
+     * BATCHFIT_OOM (the model itself does not fit) or BATCHFIT_ERROR, with a
+     * message in msg. */
+    batchfit_outcome (*build)(void *userdata, batchfit_device *device, void **state,
+                              char *msg, size_t msg_len);
+    /* Runs one step at the batch size. */
+    batchfit_outcome (*run)(void *state, uint64_t batch, batchfit_step_report *report);
+    /* Optional: drop what a failed trial left behind. */
+    void (*on_oom)(void *state, uint64_t batch);
+    /* Frees everything build() and run() made. */
+    void (*release)(void *state);
+} batchfit_step;
+
+/* The synthetic step of a sim device: build allocates the profile's fixed
+ * bytes on the device, run allocates the batch's activations and workspace
+ * (with the device's noise) and frees them. Static storage. */
+BATCHFIT_API const batchfit_step *batchfit_sim_step(void);
+
+/* ------------------------------------------------------------------------ */
+/* Options and the decision                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum batchfit_lattice_kind {
+    BATCHFIT_LATTICE_EVERY = 0,    /* every integer */
+    BATCHFIT_LATTICE_MULTIPLE = 1, /* multiples of lattice_multiple */
+    BATCHFIT_LATTICE_POW2 = 2      /* powers of two, plus the requested maximum */
+} batchfit_lattice_kind;
+
+typedef enum batchfit_strategy {
+    BATCHFIT_STRATEGY_MODEL = 0,     /* fit the peaks, propose, verify (default) */
+    BATCHFIT_STRATEGY_BISECT = 1,    /* bisection over [minimum, bound] */
+    BATCHFIT_STRATEGY_BINSEARCH = 2, /* double until failure, then bisect */
+    BATCHFIT_STRATEGY_POWER = 3,     /* double until failure */
+    BATCHFIT_STRATEGY_HALVING = 4    /* start at the bound, halve on failure */
+} batchfit_strategy;
+
+/* "model", "bisect", ...; NULL for an unknown value. */
+BATCHFIT_API const char *batchfit_strategy_name(batchfit_strategy strategy);
+/* Parses a strategy name; BATCHFIT_E_PARSE (message names what) if unknown. */
+BATCHFIT_API int batchfit_parse_strategy(const char *text, const char *what,
+                                         batchfit_strategy *out, char *err, size_t err_len);
+
+typedef enum batchfit_no_device {
+    BATCHFIT_NO_DEVICE_FALLBACK = 0, /* settle on a size without measuring, with a warning */
+    BATCHFIT_NO_DEVICE_ERROR = 1     /* fail with BATCHFIT_E_NO_DEVICE */
+} batchfit_no_device;
+
+/* The batch size used when there is no device and neither a requested
+ * maximum nor a sample count says anything. */
+#define BATCHFIT_FALLBACK_BATCH_SIZE 32
+/* The largest batch size searched when nothing else bounds it. */
+#define BATCHFIT_DEFAULT_UPPER_LIMIT (UINT64_C(1) << 20)
+#define BATCHFIT_DEFAULT_MARGIN_FRACTION 0.05
+#define BATCHFIT_DEFAULT_MAX_TRIALS 40
+
+typedef struct batchfit_options {
+    size_t struct_size;          /* sizeof(batchfit_options), set by batchfit_options_init */
+    uint64_t requested_max;      /* max_batch_size; 0 = the device decides */
+    uint64_t min_batch;          /* 0 = the step's own minimum (or 1) */
+    uint64_t samples;            /* dataset size; 0 = unknown */
+    batchfit_lattice_kind lattice;
+    uint64_t lattice_multiple;   /* for BATCHFIT_LATTICE_MULTIPLE */
+    double margin_fraction;      /* of the usable memory; used when margin_bytes is 0 */
+    uint64_t margin_bytes;       /* an absolute margin; 0 = use margin_fraction */
+    uint64_t vram_limit_bytes;   /* 0 = no limit */
+    uint64_t memory_budget_bytes;/* replaces the device's free memory; 0 = the device's */
+    uint64_t upper_limit;        /* the bound when nothing else bounds the search */
+    unsigned max_trials;
+    batchfit_strategy strategy;
+    double peak_spread;          /* relative spread to guard against; < 0 = the device's */
+    uint64_t first_guess;        /* an estimate to try first (model strategy); 0 = none */
+    batchfit_no_device no_device;
+    uint64_t fallback_batch;     /* 0 = BATCHFIT_FALLBACK_BATCH_SIZE */
+    /* Called after every trial; a nonzero return aborts (BATCHFIT_E_ABORTED)
+     * after the step has been released. */
+    int (*progress)(const batchfit_trial *trial, void *userdata);
+    void *progress_userdata;
+} batchfit_options;
+
+/* Fills opts with the defaults: device decides, 5% margin, model strategy,
+ * every integer, BATCHFIT_DEFAULT_MAX_TRIALS, the device's spread. */
+BATCHFIT_API void batchfit_options_init(batchfit_options *opts);
+
+typedef enum batchfit_source {
+    BATCHFIT_SOURCE_MEASURED = 0, /* found by trials */
+    BATCHFIT_SOURCE_FALLBACK = 1, /* no usable device: decided without trials */
+    BATCHFIT_SOURCE_NONE = 2      /* no size settled (see the return code) */
+} batchfit_source;
+
+/* A straight line through the measured peaks: peak = intercept + slope * batch. */
+typedef struct batchfit_fit {
+    int valid;                  /* 0 when fewer than two distinct points */
+    double intercept_bytes;
+    double bytes_per_sample;
+    double max_residual_bytes;  /* largest distance of a fitted point from the line */
+    unsigned points;
+} batchfit_fit;
+
+typedef struct batchfit_budget {
+    int known;                  /* 0 when no device was used */
+    uint64_t total_bytes;       /* device capacity */
+    uint64_t free_bytes;        /* free when the probe started */
+    uint64_t usable_bytes;      /* free, capped by the memory budget and the VRAM limit */
+    uint64_t margin_bytes;      /* held back */
+    uint64_t budget_bytes;      /* what a trial may use: usable - margin */
+    uint64_t held_bytes;        /* ballast actually held on the device */
+    uint64_t vram_limit_bytes;  /* 0 = none */
+    double peak_spread;         /* the spread guarded against */
+} batchfit_budget;
+
+typedef struct batchfit_result {
+    size_t struct_size;
+    batchfit_source source;
+    uint64_t batch_size;        /* the settled size; 0 when none */
+    uint64_t min_batch;         /* the effective minimum (on the lattice) */
+    uint64_t upper_bound;       /* the effective bound */
+    uint64_t smallest_failure;  /* smallest size seen not to fit; 0 = none */
+    batchfit_lattice_kind lattice;
+    uint64_t lattice_multiple;
+    batchfit_strategy strategy;
+    batchfit_budget budget;
+    batchfit_fit fit;
+    size_t trial_count;
+    const batchfit_trial *trials;
+    size_t oom_trials;
+    size_t warning_count;
+    const char *const *warnings;
+} batchfit_result;
+
+/* Frees a result; NULL is fine. Safe after the context is freed. */
+BATCHFIT_API void batchfit_result_free(batchfit_result *result);
+
+/* Decides bounds only, without a device or a step: the effective minimum,
+ * the upper bound and the warnings, into a result with no trials. Useful to
+ * show what a probe would search. */
+BATCHFIT_API int batchfit_decide(batchfit_ctx *ctx, const batchfit_options *opts,
+                                 uint64_t step_min, batchfit_result **out);
+
+/* The in-process probe. device may be NULL (no device: the fallback).
+ * On return *out holds a result whenever one could be allocated, also on
+ * failure (with the trials run so far); the caller frees it. Returns:
+ *   BATCHFIT_OK                 a size was settled (measured or fallback);
+ *   BATCHFIT_E_INVALID_ARGUMENT options make no sense (nothing was built);
+ *   BATCHFIT_E_NO_DEVICE        no usable device and opts->no_device = ERROR;
+ *   BATCHFIT_E_MIN_DOES_NOT_FIT even the minimum does not fit;
+ *   BATCHFIT_E_TRIAL_ERROR      a trial (or build) failed with a non-OOM error;
+ *   BATCHFIT_E_ABORTED          the progress callback asked to stop;
+ *   BATCHFIT_E_TRIAL_LIMIT      max_trials ran out before anything fitted;
+ *   BATCHFIT_E_DEVICE           the device failed (memory query, ballast);
+ *   BATCHFIT_E_NO_MEMORY        an allocation failed.
+ * Details are in batchfit_ctx_last_error(). Nothing outside *out is written. */
+BATCHFIT_API int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts,
+                                batchfit_device *device, const batchfit_step *step,
+                                void *step_userdata, batchfit_result **out);
+
+/* ------------------------------------------------------------------------ */
+/* Search over a trial oracle (pure logic; used by batchfit_probe and by     */
+/* anyone who runs trials their own way, such as the CLI).                   */
+/* ------------------------------------------------------------------------ */
+
+/* Runs a trial at batch and fills *trial (batch, outcome, peak, seconds,
+ * message). Returns 0, or nonzero to abort the search (BATCHFIT_E_ABORTED). */
+typedef int (*batchfit_oracle_fn)(void *userdata, uint64_t batch, batchfit_trial *trial);
+
+/* Searches the bounds that batchfit_decide() settled in *result (which
+ * receives the trials, the fit and the answer) with opts->strategy, using
+ * budget_bytes and peak_spread from result->budget to judge measured peaks.
+ * Returns as batchfit_probe does. */
+BATCHFIT_API int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts,
+                                 batchfit_oracle_fn oracle, void *oracle_userdata,
+                                 batchfit_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATCHFIT_H */

@@ -1,0 +1,72 @@
+/* The device interface: opening a device from a spec and dispatching to its
+ * backend's table of function pointers. */
+#include "internal.h"
+
+#include <string.h>
+
+int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out)
+{
+    if (!ctx || !spec || !out)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "device: no spec given");
+    *out = NULL;
+    batchfit_device *dev = batchfit__calloc(&ctx->allocator, 1, sizeof *dev);
+    if (!dev)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory opening device \"%s\"",
+                              spec);
+    dev->ctx = ctx;
+    dev->available = 1;
+    int rc;
+    if (strcmp(spec, "sim") == 0 || strncmp(spec, "sim:", 4) == 0) {
+        rc = batchfit__sim_open(ctx, spec[3] ? spec + 4 : "", dev);
+    } else {
+        rc = batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                            "unknown device \"%s\" (expected sim:KEY=VALUE,...)", spec);
+    }
+    if (rc) {
+        batchfit_device_free(dev);
+        return rc;
+    }
+    *out = dev;
+    return BATCHFIT_OK;
+}
+
+void batchfit_device_free(batchfit_device *device)
+{
+    if (!device)
+        return;
+    if (device->ops && device->ops->destroy)
+        device->ops->destroy(device);
+    batchfit__free(&device->ctx->allocator, device);
+}
+
+const char *batchfit_device_kind(const batchfit_device *device)
+{
+    return device && device->ops ? device->ops->kind : "none";
+}
+
+int batchfit_device_available(const batchfit_device *device, const char **reason)
+{
+    if (!device) {
+        if (reason)
+            *reason = "no device";
+        return 0;
+    }
+    if (reason)
+        *reason = device->available ? "" : device->reason;
+    return device->available;
+}
+
+int batchfit_device_memory(batchfit_device *device, uint64_t *total_out, uint64_t *free_out)
+{
+    if (!device || !total_out || !free_out)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (!device->available)
+        return batchfit__fail(device->ctx, BATCHFIT_E_NO_DEVICE, "device unavailable: %s",
+                              device->reason);
+    return device->ops->memory(device, total_out, free_out);
+}
+
+double batchfit_device_peak_spread(const batchfit_device *device)
+{
+    return device ? device->peak_spread : 0.0;
+}

@@ -1,0 +1,114 @@
+/* Internal declarations shared by the library's files. Not installed. */
+#ifndef BATCHFIT_INTERNAL_H
+#define BATCHFIT_INTERNAL_H
+
+#include "batchfit.h"
+
+#include <stdarg.h>
+
+#define BATCHFIT_ERRMSG_MAX 512
+
+struct batchfit_ctx_s {
+    batchfit_allocator allocator;
+    batchfit_log_fn log_fn;
+    void *log_userdata;
+    batchfit_log_level log_min;
+    char last_error[BATCHFIT_ERRMSG_MAX];
+};
+
+#if defined(__GNUC__)
+#define BATCHFIT_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define BATCHFIT_PRINTF(fmt, args)
+#endif
+
+/* alloc.c: every allocation goes through the context's allocator. */
+void *batchfit__alloc(const batchfit_allocator *a, size_t size);
+void *batchfit__calloc(const batchfit_allocator *a, size_t count, size_t size);
+void *batchfit__realloc(const batchfit_allocator *a, void *ptr, size_t size);
+void batchfit__free(const batchfit_allocator *a, void *ptr);
+char *batchfit__strdup(const batchfit_allocator *a, const char *s);
+
+/* log.c */
+void batchfit__log(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, ...)
+    BATCHFIT_PRINTF(3, 4);
+/* Records the detail of a failure and returns code, so callers can write
+ * `return batchfit__fail(ctx, CODE, "...")`. */
+int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...) BATCHFIT_PRINTF(3, 4);
+/* snprintf into a caller's error buffer, tolerating NULL. */
+void batchfit__errf(char *err, size_t err_len, const char *fmt, ...) BATCHFIT_PRINTF(3, 4);
+
+/* result.c */
+batchfit_result *batchfit__result_new(batchfit_ctx *ctx);
+int batchfit__result_add_trial(batchfit_result *result, const batchfit_trial *trial);
+/* Adds a warning to the result and logs it at WARN. Returns BATCHFIT_OK or
+ * BATCHFIT_E_NO_MEMORY. */
+int batchfit__result_warn(batchfit_ctx *ctx, batchfit_result *result, const char *fmt, ...)
+    BATCHFIT_PRINTF(3, 4);
+
+/* lattice.c: the allowed batch sizes in [min, bound], indexed 0..count-1. */
+typedef struct batchfit_lattice {
+    batchfit_lattice_kind kind;
+    uint64_t step;        /* EVERY: 1; MULTIPLE: the multiple */
+    uint64_t first;       /* arithmetic kinds: the smallest point */
+    uint64_t count;
+    uint64_t points[66];  /* POW2: the explicit points, ascending */
+} batchfit_lattice;
+
+/* Smallest lattice point >= x (for the lattice without bounds); 0 if none. */
+uint64_t batchfit__lattice_ceil(batchfit_lattice_kind kind, uint64_t multiple, uint64_t extra,
+                                uint64_t x);
+/* Largest lattice point <= x; 0 if none. */
+uint64_t batchfit__lattice_floor(batchfit_lattice_kind kind, uint64_t multiple, uint64_t extra,
+                                 uint64_t x);
+/* Builds the lattice over [min, bound] (both on the lattice). extra is the
+ * one extra candidate of a power-of-two lattice (0 = none). */
+void batchfit__lattice_init(batchfit_lattice *l, batchfit_lattice_kind kind, uint64_t multiple,
+                            uint64_t extra, uint64_t min, uint64_t bound);
+uint64_t batchfit__lattice_value(const batchfit_lattice *l, uint64_t index);
+/* Index of the largest point <= x, or -1 if x is below every point. */
+int64_t batchfit__lattice_index_floor(const batchfit_lattice *l, uint64_t x);
+
+/* curve.c: least squares line through (batch, peak) points. */
+void batchfit__fit_line(const double *x, const double *y, unsigned n, batchfit_fit *fit);
+
+/* device.c: the device interface, a table of function pointers. */
+typedef struct batchfit_device_ops {
+    const char *kind;
+    /* Frees the backend's state (not the device itself). */
+    void (*destroy)(batchfit_device *dev);
+    int (*memory)(batchfit_device *dev, uint64_t *total, uint64_t *free_bytes);
+    /* Holds bytes as ballast until release_hold. */
+    int (*hold)(batchfit_device *dev, uint64_t bytes);
+    void (*release_hold)(batchfit_device *dev);
+    /* Peak measurement around a trial; optional (NULL = cannot measure). */
+    void (*peak_begin)(batchfit_device *dev);
+    int (*peak_end)(batchfit_device *dev, uint64_t *peak);
+} batchfit_device_ops;
+
+struct batchfit_device_s {
+    batchfit_ctx *ctx;
+    const batchfit_device_ops *ops;
+    int available;
+    char reason[BATCHFIT_ERRMSG_MAX];
+    double peak_spread;
+    void *backend;
+};
+
+/* device_sim.c */
+int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *dev);
+
+/* parse.c: a plain decimal number with optional fraction, no sign. */
+int batchfit__parse_decimal(const char *text, double *out, const char **end);
+
+/* search.c */
+int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
+                         batchfit_oracle_fn oracle, void *oracle_userdata,
+                         batchfit_result *result);
+
+/* decide.c: fills min, bound, lattice of result from opts and warns. */
+int batchfit__decide_bounds(batchfit_ctx *ctx, const batchfit_options *opts, uint64_t step_min,
+                            batchfit_result *result);
+int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts);
+
+#endif

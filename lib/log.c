@@ -1,0 +1,53 @@
+/* The log callback and the per-context last-error message. */
+#include "internal.h"
+
+#include <stdio.h>
+
+static void vlog(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, va_list ap)
+{
+    if (!ctx || !ctx->log_fn || level < ctx->log_min)
+        return;
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    ctx->log_fn(level, line, ctx->log_userdata);
+}
+
+void batchfit__log(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(ctx, level, fmt, ap);
+    va_end(ap);
+}
+
+int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...)
+{
+    if (!ctx)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->last_error, sizeof ctx->last_error, fmt, ap);
+    va_end(ap);
+    batchfit__log(ctx, BATCHFIT_LOG_ERROR, "%s", ctx->last_error);
+    return code;
+}
+
+void batchfit__errf(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (!err || err_len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+void batchfit_ctx_set_log(batchfit_ctx *ctx, batchfit_log_fn fn, void *userdata,
+                          batchfit_log_level min_level)
+{
+    if (!ctx)
+        return;
+    ctx->log_fn = fn;
+    ctx->log_userdata = userdata;
+    ctx->log_min = min_level;
+}

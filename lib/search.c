@@ -1,0 +1,411 @@
+/* Search strategies over a trial oracle. Pure logic: no devices, no I/O.
+ *
+ * Every strategy works on lattice indices inside a bracket (lo, hi): lo is
+ * the largest index that ran and was accepted (-1: none yet), hi the
+ * smallest that ran and was not (count: none yet). Proposals always fall
+ * strictly inside the bracket, so no size off the lattice or outside
+ * [minimum, bound] is ever tried, every answer was run and accepted, and
+ * each trial shrinks the bracket, which bounds the search. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_POINTS 64
+
+typedef struct search {
+    batchfit_ctx *ctx;
+    const batchfit_options *opts;
+    batchfit_oracle_fn oracle;
+    void *oracle_userdata;
+    batchfit_result *result;
+    batchfit_lattice lattice;
+    int64_t lo;
+    int64_t hi;
+    int budget_known;
+    double budget;      /* bytes a trial may use */
+    double safe_budget; /* budget shrunk so that a peak below it stays below the budget on re-runs */
+    double spread;
+    int model_missed;   /* the model's last proposal was rejected */
+} search;
+
+static void format_bytes(double bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    unsigned u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+}
+
+/* Decides whether a trial counts as fitting: it must have finished, and a
+ * measured peak must stay under the budget with room for the spread. */
+static void judge(const search *s, batchfit_trial *t)
+{
+    t->accepted = 0;
+    if (t->outcome != BATCHFIT_FITS)
+        return;
+    if (!t->peak_known || !s->budget_known) {
+        t->accepted = 1;
+        return;
+    }
+    char peak[32], limit[32];
+    format_bytes((double)t->peak_bytes, peak, sizeof peak);
+    if ((double)t->peak_bytes > s->budget) {
+        format_bytes(s->budget, limit, sizeof limit);
+        t->outcome = BATCHFIT_OOM;
+        snprintf(t->message, sizeof t->message, "peak %s exceeds the budget of %s", peak, limit);
+        return;
+    }
+    if ((double)t->peak_bytes > s->safe_budget) {
+        format_bytes(s->safe_budget, limit, sizeof limit);
+        snprintf(t->message, sizeof t->message,
+                 "peak %s is above %s, the budget less the %.2f%% trial-to-trial spread; a "
+                 "re-run could exceed the budget",
+                 peak, limit, s->spread * 100.0);
+        return;
+    }
+    t->accepted = 1;
+}
+
+/* Runs one trial at lattice index i. Returns BATCHFIT_OK or a code that ends
+ * the search. */
+static int run_trial(search *s, int64_t i)
+{
+    batchfit_trial t;
+    memset(&t, 0, sizeof t);
+    t.batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
+    if (s->oracle(s->oracle_userdata, t.batch, &t) != 0)
+        return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED, "the trial at batch size %llu was aborted",
+                              (unsigned long long)t.batch);
+    t.batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
+    t.message[sizeof t.message - 1] = '\0';
+    judge(s, &t);
+    if (batchfit__result_add_trial(s->result, &t) != BATCHFIT_OK)
+        return batchfit__fail(s->ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording a trial");
+    char peak[32] = "unknown";
+    if (t.peak_known)
+        format_bytes((double)t.peak_bytes, peak, sizeof peak);
+    batchfit__log(s->ctx, BATCHFIT_LOG_INFO, "trial %zu: batch %llu %s (peak %s, %.3f s)%s%s",
+                  s->result->trial_count, (unsigned long long)t.batch,
+                  batchfit_outcome_name(t.outcome), peak, t.seconds, t.message[0] ? ": " : "",
+                  t.message);
+    if (t.outcome == BATCHFIT_ERROR)
+        return batchfit__fail(s->ctx, BATCHFIT_E_TRIAL_ERROR,
+                              "the trial at batch size %llu failed with an error that is not "
+                              "out-of-memory: %s",
+                              (unsigned long long)t.batch, t.message[0] ? t.message : "(no message)");
+    if (t.accepted) {
+        if (i > s->lo)
+            s->lo = i;
+    } else if (i < s->hi) {
+        s->hi = i;
+    }
+    if (s->opts->progress && s->opts->progress(&t, s->opts->progress_userdata) != 0)
+        return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED,
+                              "the progress callback stopped the search after batch size %llu",
+                              (unsigned long long)t.batch);
+    return BATCHFIT_OK;
+}
+
+static int64_t clamp_inside(const search *s, int64_t i)
+{
+    if (i <= s->lo)
+        i = s->lo + 1;
+    if (i >= s->hi)
+        i = s->hi - 1;
+    return i;
+}
+
+static int64_t index_floor_of(const search *s, double batch)
+{
+    if (batch < 1.0)
+        return -1;
+    if (batch >= (double)INT64_MAX)
+        return (int64_t)s->lattice.count - 1;
+    return batchfit__lattice_index_floor(&s->lattice, (uint64_t)batch);
+}
+
+static int64_t propose_bisect(const search *s)
+{
+    return s->lo + (s->hi - s->lo) / 2;
+}
+
+/* Doubling from the last fitting size while nothing has failed; bisection
+ * once something has. */
+static int64_t propose_gallop(const search *s)
+{
+    if (s->hi < (int64_t)s->lattice.count)
+        return propose_bisect(s);
+    if (s->lo < 0)
+        return 0;
+    double doubled = 2.0 * (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+    return clamp_inside(s, index_floor_of(s, doubled));
+}
+
+/* The fitting trials with a measured peak: at most one point per batch size
+ * (the highest peak seen there), sorted by batch. */
+static unsigned collect_points(const search *s, double *x, double *y)
+{
+    unsigned n = 0;
+    for (size_t t = 0; t < s->result->trial_count; t++) {
+        const batchfit_trial *tr = &s->result->trials[t];
+        if (tr->outcome != BATCHFIT_FITS || !tr->peak_known)
+            continue;
+        double bx = (double)tr->batch, py = (double)tr->peak_bytes;
+        unsigned k = 0;
+        while (k < n && x[k] < bx)
+            k++;
+        if (k < n && x[k] == bx) {
+            if (py > y[k])
+                y[k] = py;
+            continue;
+        }
+        if (n == MAX_POINTS)
+            continue;
+        memmove(&x[k + 1], &x[k], (n - k) * sizeof *x);
+        memmove(&y[k + 1], &y[k], (n - k) * sizeof *y);
+        x[k] = bx;
+        y[k] = py;
+        n++;
+    }
+    return n;
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Allocators round peaks to a granule (CUDA's caching allocator to 2 MiB,
+ * the kernel to pages); the measured peaks share it as a common divisor.
+ * Predictions are only trusted beyond that rounding. */
+static double granule_of(const double *y, unsigned n)
+{
+    uint64_t g = 0;
+    for (unsigned i = 0; i < n; i++)
+        g = gcd_u64(g, (uint64_t)y[i]);
+    return (double)g;
+}
+
+/* The model strategy: fit the measured peaks, propose the largest lattice
+ * point predicted to fit, verify it by running it. Returns 1 when the
+ * bracket is settled by the fit (the next size is certified not to fit). */
+static int propose_model(search *s, int64_t *next)
+{
+    double x[MAX_POINTS], y[MAX_POINTS];
+    unsigned n = collect_points(s, x, y);
+
+    if (s->result->trial_count == 0) {
+        *next = 0;
+        if (s->opts->first_guess)
+            *next = clamp_inside(s, index_floor_of(s, (double)s->opts->first_guess));
+        return 0;
+    }
+    if (n == 0 || !s->budget_known || s->model_missed) {
+        /* No peaks to fit, or the model just overshot: a bisection step
+         * (or a gallop while nothing has failed) keeps the worst case
+         * bounded. */
+        s->model_missed = 0;
+        *next = propose_gallop(s);
+        return 0;
+    }
+    if (n == 1) {
+        /* With a single point, assume all memory grows with the batch: on a
+         * line with a non-negative intercept that size still fits. */
+        *next = clamp_inside(s, index_floor_of(s, x[0] * s->safe_budget / y[0]));
+        return 0;
+    }
+
+    /* Fit the points nearest the boundary: the largest three batch sizes. */
+    unsigned use = n < 3 ? n : 3;
+    const double *fx = x + (n - use), *fy = y + (n - use);
+    batchfit_fit fit;
+    batchfit__fit_line(fx, fy, use, &fit);
+    double granule = granule_of(y, n);
+    double top_x = fx[use - 1], top_y = fy[use - 1];
+    double tolerance = 2.0 * granule + 2.0 * s->spread * top_y;
+    int collinear = use == 3 && fit.max_residual_bytes <= tolerance;
+    double slope;
+    if (collinear) {
+        slope = fit.bytes_per_sample;
+    } else {
+        /* Not a single line: extrapolate from the secant of the two points
+         * nearest the boundary. */
+        slope = (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
+    }
+    if (!(slope > 0.0)) {
+        *next = propose_gallop(s);
+        return 0;
+    }
+    /* Anchor the line at the largest measured point: extrapolating a short
+     * distance from a measurement is far less sensitive to a wrong slope. */
+    double predicted_max = top_x + (s->safe_budget - top_y) / slope;
+    int64_t c = index_floor_of(s, predicted_max);
+    if (c > s->lo && c < s->hi) {
+        *next = c;
+        return 0;
+    }
+    if (c >= s->hi) {
+        *next = propose_bisect(s);
+        return 0;
+    }
+    /* The model says lo + 1 does not fit. Trust that only where the points
+     * lie on one line and even the optimistic end of the prediction is over
+     * the budget; otherwise try the optimistic end, which bisects the band of
+     * uncertainty. */
+    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
+    if (collinear && s->lo >= 0 && lo_x == top_x) {
+        double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
+        double pessimistic_peak = top_y + slope * (next_x - top_x) - tolerance;
+        if (pessimistic_peak > s->safe_budget)
+            return 1;
+    }
+    double optimistic_max = top_x + (s->safe_budget + tolerance - top_y) / slope;
+    *next = clamp_inside(s, index_floor_of(s, optimistic_max));
+    if (*next > s->lo + 1 && *next < s->hi)
+        *next = s->lo + 1 + (*next - s->lo - 1) / 2;
+    return 0;
+}
+
+/* Returns 1 when the strategy has its answer, else sets *next. */
+static int propose(search *s, int64_t *next)
+{
+    int64_t count = (int64_t)s->lattice.count;
+    switch (s->opts->strategy) {
+    case BATCHFIT_STRATEGY_BISECT:
+        *next = propose_bisect(s);
+        return 0;
+    case BATCHFIT_STRATEGY_BINSEARCH:
+        *next = propose_gallop(s);
+        return 0;
+    case BATCHFIT_STRATEGY_POWER:
+        if (s->hi < count)
+            return 1; /* doubled until the first failure */
+        *next = propose_gallop(s);
+        return 0;
+    case BATCHFIT_STRATEGY_HALVING:
+        if (s->lo >= 0)
+            return 1; /* shrank until the first fit */
+        if (s->hi == count) {
+            *next = count - 1;
+            return 0;
+        }
+        *next = clamp_inside(
+            s, index_floor_of(s, (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi) / 2.0));
+        return 0;
+    case BATCHFIT_STRATEGY_MODEL:
+        break;
+    }
+    return propose_model(s, next);
+}
+
+static void final_fit(const search *s, batchfit_fit *fit)
+{
+    double x[MAX_POINTS], y[MAX_POINTS];
+    unsigned n = collect_points(s, x, y);
+    batchfit__fit_line(x, y, n, fit);
+}
+
+int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
+                         batchfit_oracle_fn oracle, void *oracle_userdata,
+                         batchfit_result *result)
+{
+    search s;
+    memset(&s, 0, sizeof s);
+    s.ctx = ctx;
+    s.opts = opts;
+    s.oracle = oracle;
+    s.oracle_userdata = oracle_userdata;
+    s.result = result;
+    uint64_t extra = result->lattice == BATCHFIT_LATTICE_POW2 && opts->requested_max ? opts->requested_max : 0;
+    batchfit__lattice_init(&s.lattice, result->lattice, result->lattice_multiple, extra,
+                           result->min_batch, result->upper_bound);
+    s.lo = -1;
+    s.hi = (int64_t)s.lattice.count;
+    s.budget_known = result->budget.known && result->budget.budget_bytes > 0;
+    s.budget = (double)result->budget.budget_bytes;
+    s.spread = result->budget.peak_spread > 0 ? result->budget.peak_spread : 0.0;
+    /* A peak p measured with a relative spread e can come back as
+     * p (1 + e) / (1 - e) on a re-run; accept only peaks that stay within the
+     * budget even then. */
+    s.safe_budget = s.budget * (1.0 - s.spread) / (1.0 + s.spread);
+
+    int rc = BATCHFIT_OK;
+    unsigned trials = 0;
+    while (s.hi - s.lo > 1) {
+        int64_t next;
+        if (propose(&s, &next))
+            break;
+        if (trials == opts->max_trials) {
+            if (s.lo >= 0)
+                rc = batchfit__result_warn(
+                    ctx, result,
+                    "the search stopped at its limit of %u trials; the largest size that fits "
+                    "lies between %llu and %llu",
+                    opts->max_trials,
+                    (unsigned long long)batchfit__lattice_value(&s.lattice, (uint64_t)s.lo),
+                    (unsigned long long)(s.hi < (int64_t)s.lattice.count
+                                             ? batchfit__lattice_value(&s.lattice, (uint64_t)s.hi) - 1
+                                             : result->upper_bound));
+            break;
+        }
+        int64_t before_lo = s.lo;
+        rc = run_trial(&s, next);
+        trials++;
+        if (rc)
+            break;
+        if (opts->strategy == BATCHFIT_STRATEGY_MODEL && s.lo == before_lo && next > s.lo)
+            s.model_missed = 1;
+    }
+
+    final_fit(&s, &result->fit);
+    if (s.hi < (int64_t)s.lattice.count)
+        result->smallest_failure = batchfit__lattice_value(&s.lattice, (uint64_t)s.hi);
+    if (rc)
+        return rc;
+    if (s.lo >= 0) {
+        result->batch_size = batchfit__lattice_value(&s.lattice, (uint64_t)s.lo);
+        result->source = BATCHFIT_SOURCE_MEASURED;
+        return BATCHFIT_OK;
+    }
+    if (s.hi == 0) {
+        char budget[32] = "unknown";
+        if (s.budget_known)
+            format_bytes(s.budget, budget, sizeof budget);
+        const batchfit_trial *last = &result->trials[result->trial_count - 1];
+        return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
+                              "even the minimum batch size %llu does not fit in the budget (%s)%s%s; "
+                              "try a smaller model, gradient checkpointing, lower precision "
+                              "(mixed 16-bit), a smaller margin, or a larger device",
+                              (unsigned long long)result->min_batch, budget,
+                              last->message[0] ? ": " : "", last->message);
+    }
+    return batchfit__fail(ctx, BATCHFIT_E_TRIAL_LIMIT,
+                          "no batch size fitted within the limit of %u trials (smallest tried: "
+                          "%llu); raise max_trials",
+                          opts->max_trials,
+                          (unsigned long long)batchfit__lattice_value(&s.lattice, (uint64_t)s.hi));
+}
+
+int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_oracle_fn oracle,
+                    void *oracle_userdata, batchfit_result *result)
+{
+    if (!ctx || !oracle || !result)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    int rc = batchfit__check_options(ctx, opts);
+    if (rc)
+        return rc;
+    if (result->min_batch == 0 || result->upper_bound < result->min_batch)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "result: bounds not decided (call batchfit_decide first)");
+    return batchfit__search_run(ctx, opts, oracle, oracle_userdata, result);
+}

@@ -1,0 +1,374 @@
+#include "test.h"
+
+#include "internal.h"
+
+/* A trial oracle over a memory curve: peak = fixed + per_sample * batch; a
+ * trial is out of memory when the peak passes the device's capacity. */
+typedef struct curve_oracle {
+    double fixed, per_sample, capacity;
+    int report_peak;
+    uint64_t error_from; /* batches >= this end in an error; 0 = never */
+    uint64_t tried[256];
+    unsigned count;
+    int abort_after;     /* oracle returns nonzero after this many trials; 0 = never */
+} curve_oracle;
+
+static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
+{
+    curve_oracle *o = userdata;
+    if (o->count < 256)
+        o->tried[o->count] = batch;
+    o->count++;
+    if (o->abort_after && (int)o->count > o->abort_after)
+        return 1;
+    if (o->error_from && batch >= o->error_from) {
+        t->outcome = BATCHFIT_ERROR;
+        snprintf(t->message, sizeof t->message, "IndexError: list index out of range");
+        return 0;
+    }
+    double peak = o->fixed + o->per_sample * (double)batch;
+    if (peak > o->capacity) {
+        t->outcome = BATCHFIT_OOM;
+        snprintf(t->message, sizeof t->message, "CUDA out of memory");
+        return 0;
+    }
+    t->outcome = BATCHFIT_FITS;
+    t->peak_known = o->report_peak;
+    t->peak_bytes = (uint64_t)peak;
+    return 0;
+}
+
+/* Runs a search over [min, bound] with the oracle; the budget is the
+ * capacity, so the largest fitting batch is floor((capacity - fixed) / per_sample). */
+static int run_search(batchfit_options *o, uint64_t step_min, curve_oracle *oracle,
+                      batchfit_result **out)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    int rc = batchfit_decide(ctx, o, step_min, &r);
+    if (rc == BATCHFIT_OK) {
+        r->budget.known = 1;
+        r->budget.budget_bytes = (uint64_t)oracle->capacity;
+        rc = batchfit_search(ctx, o, curve_trial, oracle, r);
+    }
+    *out = r;
+    batchfit_ctx_free(ctx);
+    return rc;
+}
+
+static int all_tried_on_lattice(const curve_oracle *o, const batchfit_result *r)
+{
+    for (unsigned i = 0; i < o->count && i < 256; i++) {
+        uint64_t b = o->tried[i];
+        if (b < r->min_batch || b > r->upper_bound)
+            return 0;
+        if (r->lattice == BATCHFIT_LATTICE_MULTIPLE && b % r->lattice_multiple != 0)
+            return 0;
+        if (r->lattice == BATCHFIT_LATTICE_POW2 && (b & (b - 1)) != 0 && b != r->upper_bound)
+            return 0;
+    }
+    return 1;
+}
+
+/* The answer must be a size that was run and accepted. */
+static int answer_was_run(const batchfit_result *r)
+{
+    for (size_t i = 0; i < r->trial_count; i++)
+        if (r->trials[i].batch == r->batch_size && r->trials[i].accepted)
+            return 1;
+    return 0;
+}
+
+TEST(search_exact_strategies_find_the_maximum)
+{
+    static const batchfit_strategy exact[] = {BATCHFIT_STRATEGY_MODEL, BATCHFIT_STRATEGY_BISECT,
+                                              BATCHFIT_STRATEGY_BINSEARCH};
+    static const uint64_t truths[] = {1, 2, 3, 7, 100, 300, 1023, 1024, 4095, 4096};
+    for (size_t s = 0; s < 3; s++) {
+        for (int peaks = 0; peaks < 2; peaks++) {
+            for (size_t k = 0; k < sizeof truths / sizeof truths[0]; k++) {
+                batchfit_options o;
+                batchfit_options_init(&o);
+                o.strategy = exact[s];
+                o.requested_max = 4096;
+                curve_oracle c = {0};
+                c.fixed = 1e9;
+                c.per_sample = 3e6;
+                c.capacity = c.fixed + c.per_sample * (double)truths[k] + 1e5;
+                c.report_peak = peaks;
+                batchfit_result *r;
+                int rc = run_search(&o, 0, &c, &r);
+                CHECK_EQ(rc, BATCHFIT_OK);
+                CHECK_EQ(r->batch_size, truths[k]);
+                CHECK_EQ(r->source, BATCHFIT_SOURCE_MEASURED);
+                CHECK(answer_was_run(r));
+                CHECK(all_tried_on_lattice(&c, r));
+                CHECK_EQ(r->trial_count, c.count);
+                /* The model may settle the boundary from its fit, without
+                 * running the first size that fails. */
+                if (truths[k] < 4096 && (exact[s] != BATCHFIT_STRATEGY_MODEL || r->smallest_failure))
+                    CHECK_EQ(r->smallest_failure, truths[k] + 1);
+                batchfit_result_free(r);
+            }
+        }
+    }
+}
+
+TEST(search_model_needs_few_trials_on_a_line)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    curve_oracle c = {0};
+    c.fixed = 2e9 + 777;
+    c.per_sample = 150e6 + 4321;
+    c.capacity = 76e9;
+    c.report_peak = 1;
+    batchfit_result *r;
+    CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 493); /* floor((76e9 - fixed) / per_sample) */
+    CHECK(r->trial_count <= 3);
+    CHECK_EQ(r->oom_trials, 0);
+    CHECK(r->fit.valid);
+    CHECK_NEAR(r->fit.bytes_per_sample, 150e6 + 4321, 1.0);
+    CHECK_NEAR(r->fit.intercept_bytes, 2e9 + 777, 300.0);
+    batchfit_result_free(r);
+}
+
+TEST(search_peer_strategies_behave_as_named)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 4096;
+    curve_oracle c = {0};
+    c.fixed = 0;
+    c.per_sample = 1e6;
+    c.capacity = 300e6 + 1;
+    batchfit_result *r;
+
+    o.strategy = BATCHFIT_STRATEGY_POWER;
+    CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 256);
+    CHECK_EQ(c.count, 10); /* 1 2 4 ... 256 512 */
+    batchfit_result_free(r);
+
+    c.count = 0;
+    o.strategy = BATCHFIT_STRATEGY_HALVING;
+    CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 256);
+    CHECK_EQ(c.count, 5); /* 4096 2048 1024 512 256 */
+    CHECK_EQ(c.tried[0], 4096);
+    batchfit_result_free(r);
+
+    c.count = 0;
+    o.strategy = BATCHFIT_STRATEGY_BISECT;
+    CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 300);
+    CHECK_EQ(c.count, 12); /* ceil(log2(4097)) */
+    batchfit_result_free(r);
+}
+
+TEST(search_respects_the_lattice)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    curve_oracle c = {0};
+    c.fixed = 5e8;
+    c.per_sample = 1e6;
+    c.capacity = 5e8 + 300e6 + 1;
+    c.report_peak = 1;
+    batchfit_result *r;
+    for (int s = 0; s < 5; s++) {
+        o.strategy = (batchfit_strategy)s;
+        o.lattice = BATCHFIT_LATTICE_MULTIPLE;
+        o.lattice_multiple = 24;
+        o.requested_max = 0;
+        c.count = 0;
+        CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_OK);
+        CHECK(all_tried_on_lattice(&c, r));
+        CHECK_EQ(r->batch_size % 24, 0);
+        if (s <= BATCHFIT_STRATEGY_BINSEARCH)
+            CHECK_EQ(r->batch_size, 288);
+        batchfit_result_free(r);
+
+        o.lattice = BATCHFIT_LATTICE_POW2;
+        o.requested_max = 300;
+        c.count = 0;
+        CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_OK);
+        CHECK(all_tried_on_lattice(&c, r));
+        CHECK_EQ(r->batch_size, 300); /* the requested maximum is a candidate, and it fits */
+        batchfit_result_free(r);
+    }
+}
+
+TEST(search_stops_on_the_first_error)
+{
+    for (int s = 0; s < 5; s++) {
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.strategy = (batchfit_strategy)s;
+        o.requested_max = 1000;
+        curve_oracle c = {0};
+        c.per_sample = 1e6;
+        c.capacity = 1e12;
+        c.report_peak = 1;
+        c.error_from = 1;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+        r->budget.known = 1;
+        r->budget.budget_bytes = (uint64_t)c.capacity;
+        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_E_TRIAL_ERROR);
+        CHECK_EQ(c.count, 1);
+        CHECK_EQ(r->trial_count, 1);
+        CHECK_EQ(r->trials[0].outcome, BATCHFIT_ERROR);
+        CHECK_EQ(r->batch_size, 0);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "IndexError: list index out of range");
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
+}
+
+TEST(search_minimum_does_not_fit)
+{
+    for (int s = 0; s < 5; s++) {
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.strategy = (batchfit_strategy)s;
+        o.requested_max = 64;
+        curve_oracle c = {0};
+        c.fixed = 2e9;
+        c.per_sample = 1e6;
+        c.capacity = 1e9;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_decide(ctx, &o, 2, &r), BATCHFIT_OK);
+        r->budget.known = 1;
+        r->budget.budget_bytes = (uint64_t)c.capacity;
+        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_E_MIN_DOES_NOT_FIT);
+        for (unsigned i = 0; i < c.count; i++)
+            CHECK(c.tried[i] >= 2);
+        CHECK_EQ(r->batch_size, 0);
+        CHECK_EQ(r->smallest_failure, 2);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "minimum batch size 2 does not fit");
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "gradient checkpointing");
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "larger device");
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
+}
+
+static int stop_after_two(const batchfit_trial *t, void *userdata)
+{
+    (void)t;
+    int *n = userdata;
+    return ++*n >= 2;
+}
+
+TEST(search_abort_from_progress_and_oracle)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    int calls = 0;
+    o.progress = stop_after_two;
+    o.progress_userdata = &calls;
+    curve_oracle c = {0};
+    c.per_sample = 1e6;
+    c.capacity = 1e9;
+    batchfit_result *r;
+    CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_E_ABORTED);
+    CHECK_EQ(calls, 2);
+    CHECK_EQ(r->trial_count, 2);
+    CHECK_EQ(r->batch_size, 0);
+    batchfit_result_free(r);
+
+    batchfit_options_init(&o);
+    curve_oracle d = {0};
+    d.per_sample = 1e6;
+    d.capacity = 1e9;
+    d.abort_after = 3;
+    CHECK_EQ(run_search(&o, 0, &d, &r), BATCHFIT_E_ABORTED);
+    CHECK_EQ(r->trial_count, 3);
+    batchfit_result_free(r);
+}
+
+TEST(search_trial_limit)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.strategy = BATCHFIT_STRATEGY_BISECT;
+    o.max_trials = 4;
+    o.requested_max = 1000;
+    curve_oracle c = {0};
+    c.per_sample = 1e6;
+    c.capacity = 700e6 + 1;
+    batchfit_result *r;
+    CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->trial_count, 4);
+    CHECK(r->batch_size >= 1 && r->batch_size <= 700);
+    CHECK(answer_was_run(r));
+    CHECK_EQ(r->warning_count, 1);
+    CHECK_CONTAINS(r->warnings[0], "limit of 4 trials");
+    batchfit_result_free(r);
+
+    c.capacity = 3e6 + 1; /* only batches <= 3 fit: 4 bisection steps from 1000 find none */
+    c.count = 0;
+    CHECK_EQ(run_search(&o, 0, &c, &r), BATCHFIT_E_TRIAL_LIMIT);
+    CHECK_EQ(r->batch_size, 0);
+    batchfit_result_free(r);
+}
+
+TEST(search_judges_peaks_against_the_budget)
+{
+    /* The step finishes, but its measured peak is over the budget: that is not a fit. */
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.strategy = BATCHFIT_STRATEGY_BISECT;
+    o.requested_max = 100;
+    curve_oracle c = {0};
+    c.per_sample = 1e6;
+    c.capacity = 1e12;
+    c.report_peak = 1;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = 40000000;
+    CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 40);
+    CHECK_EQ(r->trials[0].batch, 50);
+    CHECK_EQ(r->trials[0].outcome, BATCHFIT_OOM);
+    CHECK_CONTAINS(r->trials[0].message, "exceeds the budget");
+    batchfit_result_free(r);
+
+    /* With a 10% spread, a peak above budget * 0.9 / 1.1 is not accepted. */
+    r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = 40000000;
+    r->budget.peak_spread = 0.10;
+    CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 32); /* floor(40 * 0.9 / 1.1) */
+    int saw_spread = 0;
+    for (size_t i = 0; i < r->trial_count; i++)
+        if (r->trials[i].outcome == BATCHFIT_FITS && !r->trials[i].accepted) {
+            CHECK_CONTAINS(r->trials[i].message, "spread");
+            saw_spread = 1;
+        }
+    CHECK(saw_spread);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(search_rejects_undecided_results)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    curve_oracle c = {0};
+    batchfit_result *r = batchfit__result_new(ctx);
+    CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(c.count, 0);
+    CHECK_EQ(batchfit_search(ctx, &o, NULL, &c, r), BATCHFIT_E_INVALID_ARGUMENT);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
