@@ -226,7 +226,9 @@ typedef struct batchfit_trial {
     uint64_t batch;
     batchfit_outcome outcome;
     int peak_known;          /* 1 if peak_bytes was measured */
-    uint64_t peak_bytes;     /* the step's peak memory during the trial */
+    uint64_t peak_bytes;     /* fits: the step's peak memory during the trial;
+                                oom: a lower bound on what it needed (e.g. the
+                                memory in use plus the allocation that failed) */
     double seconds;          /* wall time of the trial */
     int accepted;            /* 1 if it counts as fitting for the search */
     char message[BATCHFIT_MESSAGE_MAX]; /* the step's message or why it was rejected */
@@ -235,7 +237,7 @@ typedef struct batchfit_trial {
 /* What a step's run() reports besides its outcome. Zeroed before each run. */
 typedef struct batchfit_step_report {
     int peak_known;       /* set to 1 with peak_bytes if the step measures itself */
-    uint64_t peak_bytes;
+    uint64_t peak_bytes;  /* as in batchfit_trial: the peak, or on OOM what was needed */
     char message[BATCHFIT_MESSAGE_MAX];
 } batchfit_step_report;
 
@@ -367,6 +369,8 @@ typedef struct batchfit_result {
     uint64_t lattice_multiple;
     batchfit_strategy strategy;
     batchfit_budget budget;
+    int baseline_known;         /* 1 if the memory the built step holds was measured */
+    uint64_t baseline_bytes;    /* memory in use after build(), before any trial */
     batchfit_fit fit;
     size_t trial_count;
     const batchfit_trial *trials;
@@ -412,7 +416,8 @@ typedef int (*batchfit_oracle_fn)(void *userdata, uint64_t batch, batchfit_trial
 
 /* Searches the bounds that batchfit_decide() settled in *result (which
  * receives the trials, the fit and the answer) with opts->strategy, using
- * budget_bytes and peak_spread from result->budget to judge measured peaks.
+ * budget_bytes and peak_spread from result->budget to judge measured peaks,
+ * and result->baseline_bytes (when known) as the memory held at batch 0.
  * Returns as batchfit_probe does. */
 BATCHFIT_API int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts,
                                  batchfit_oracle_fn oracle, void *oracle_userdata,

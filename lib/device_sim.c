@@ -94,6 +94,13 @@ static void sim_release_hold(batchfit_device *dev)
     s->ballast = 0;
 }
 
+static int sim_usage(batchfit_device *dev, uint64_t *bytes)
+{
+    sim_state *s = dev->backend;
+    *bytes = s->in_use;
+    return BATCHFIT_OK;
+}
+
 static void sim_peak_begin(batchfit_device *dev)
 {
     sim_state *s = dev->backend;
@@ -108,7 +115,8 @@ static int sim_peak_end(batchfit_device *dev, uint64_t *peak)
 }
 
 static const batchfit_device_ops sim_ops = {
-    "sim", sim_destroy, sim_memory, sim_hold, sim_release_hold, sim_peak_begin, sim_peak_end,
+    "sim", sim_destroy, sim_memory, sim_hold, sim_release_hold, sim_usage, sim_peak_begin,
+    sim_peak_end,
 };
 
 int batchfit_sim_alloc(batchfit_device *device, uint64_t bytes)
@@ -310,10 +318,13 @@ static batchfit_outcome sim_step_run(void *state, uint64_t batch, batchfit_step_
     }
     uint64_t bytes = clamp_bytes(activations);
     if (batchfit_sim_alloc(st->device, bytes) != 0) {
+        uint64_t tried = round_up(bytes, s->granule);
         snprintf(report->message, sizeof report->message,
                  "out of memory: tried to allocate %llu bytes (%llu free)",
-                 (unsigned long long)round_up(bytes, s->granule),
-                 (unsigned long long)sim_free_bytes(s));
+                 (unsigned long long)tried, (unsigned long long)sim_free_bytes(s));
+        /* What a framework's OOM message tells: in use plus the failed request. */
+        report->peak_known = 1;
+        report->peak_bytes = s->in_use + tried;
         return BATCHFIT_OOM;
     }
     batchfit_sim_free(st->device, bytes);

@@ -81,6 +81,8 @@ typedef struct batchfit_device_ops {
     /* Holds bytes as ballast until release_hold. */
     int (*hold)(batchfit_device *dev, uint64_t bytes);
     void (*release_hold)(batchfit_device *dev);
+    /* Memory the calling process holds on the device now; optional. */
+    int (*usage)(batchfit_device *dev, uint64_t *bytes);
     /* Peak measurement around a trial; optional (NULL = cannot measure). */
     void (*peak_begin)(batchfit_device *dev);
     int (*peak_end)(batchfit_device *dev, uint64_t *peak);

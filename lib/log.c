@@ -4,6 +4,9 @@
 #include <stdio.h>
 
 static void vlog(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, va_list ap)
+    BATCHFIT_PRINTF(3, 0);
+
+static void vlog(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, va_list ap)
 {
     if (!ctx || !ctx->log_fn || level < ctx->log_min)
         return;

@@ -41,16 +41,15 @@ static int inproc_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
     report.message[sizeof report.message - 1] = '\0';
     memcpy(trial->message, report.message, sizeof trial->message);
     /* The step's own measurement wins; otherwise the device's, when it can
-     * measure. A failed trial's peak says nothing about what it needed. */
-    if (outcome == BATCHFIT_FITS) {
-        uint64_t peak;
-        if (report.peak_known) {
-            trial->peak_known = 1;
-            trial->peak_bytes = report.peak_bytes;
-        } else if (ops->peak_end && ops->peak_end(p->device, &peak) == BATCHFIT_OK) {
-            trial->peak_known = 1;
-            trial->peak_bytes = peak;
-        }
+     * measure. After an OOM only the step can say what it needed. */
+    uint64_t peak;
+    if (report.peak_known && outcome != BATCHFIT_ERROR) {
+        trial->peak_known = 1;
+        trial->peak_bytes = report.peak_bytes;
+    } else if (outcome == BATCHFIT_FITS && ops->peak_end &&
+               ops->peak_end(p->device, &peak) == BATCHFIT_OK) {
+        trial->peak_known = 1;
+        trial->peak_bytes = peak;
     }
     if (outcome == BATCHFIT_OOM && p->step->on_oom)
         p->step->on_oom(p->state, batch);
@@ -162,8 +161,16 @@ static int probe_device(batchfit_ctx *ctx, const batchfit_options *opts, batchfi
     }
     inproc p = {device, step, NULL};
     char msg[BATCHFIT_MESSAGE_MAX] = "";
+    uint64_t before = 0, after = 0;
+    int usage_known = device->ops->usage && device->ops->usage(device, &before) == BATCHFIT_OK;
     batchfit_outcome built = step->build(step_userdata, device, &p.state, msg, sizeof msg);
     if (built == BATCHFIT_FITS) {
+        /* What the built step holds before any trial (weights, optimizer
+         * state) is the intercept of its memory curve. */
+        if (usage_known && device->ops->usage(device, &after) == BATCHFIT_OK && after >= before) {
+            result->baseline_known = 1;
+            result->baseline_bytes = after - before;
+        }
         rc = batchfit__search_run(ctx, opts, inproc_trial, &p, result);
         step->release(p.state);
     } else if (built == BATCHFIT_OOM) {

@@ -27,7 +27,8 @@ typedef struct search {
     double budget;      /* bytes a trial may use */
     double safe_budget; /* budget shrunk so that a peak below it stays below the budget on re-runs */
     double spread;
-    int model_missed;   /* the model's last proposal was rejected */
+    double hi_need;     /* lower bound on what the trial at hi needed; 0 = unknown */
+    unsigned misses;    /* consecutive rejected proposals of the model */
 } search;
 
 static void format_bytes(double bytes, char *buf, size_t len)
@@ -89,10 +90,11 @@ static int run_trial(search *s, int64_t i)
     char peak[32] = "unknown";
     if (t.peak_known)
         format_bytes((double)t.peak_bytes, peak, sizeof peak);
-    batchfit__log(s->ctx, BATCHFIT_LOG_INFO, "trial %zu: batch %llu %s (peak %s, %.3f s)%s%s",
+    batchfit__log(s->ctx, BATCHFIT_LOG_INFO, "trial %zu: batch %llu %s (%s %s, %.3f s)%s%s",
                   s->result->trial_count, (unsigned long long)t.batch,
-                  batchfit_outcome_name(t.outcome), peak, t.seconds, t.message[0] ? ": " : "",
-                  t.message);
+                  batchfit_outcome_name(t.outcome),
+                  t.outcome == BATCHFIT_FITS ? "peak" : "needed at least", peak, t.seconds,
+                  t.message[0] ? ": " : "", t.message);
     if (t.outcome == BATCHFIT_ERROR)
         return batchfit__fail(s->ctx, BATCHFIT_E_TRIAL_ERROR,
                               "the trial at batch size %llu failed with an error that is not "
@@ -103,6 +105,7 @@ static int run_trial(search *s, int64_t i)
             s->lo = i;
     } else if (i < s->hi) {
         s->hi = i;
+        s->hi_need = t.peak_known ? (double)t.peak_bytes : 0.0;
     }
     if (s->opts->progress && s->opts->progress(&t, s->opts->progress_userdata) != 0)
         return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED,
@@ -196,6 +199,13 @@ static double granule_of(const double *y, unsigned n)
     return (double)g;
 }
 
+/* Where the line through (x0, y0) with the given slope reaches the safe
+ * budget. */
+static double crossing(const search *s, double x0, double y0, double slope)
+{
+    return x0 + (s->safe_budget - y0) / slope;
+}
+
 /* The model strategy: fit the measured peaks, propose the largest lattice
  * point predicted to fit, verify it by running it. Returns 1 when the
  * bracket is settled by the fit (the next size is certified not to fit). */
@@ -210,18 +220,46 @@ static int propose_model(search *s, int64_t *next)
             *next = clamp_inside(s, index_floor_of(s, (double)s->opts->first_guess));
         return 0;
     }
-    if (n == 0 || !s->budget_known || s->model_missed) {
-        /* No peaks to fit, or the model just overshot: a bisection step
-         * (or a gallop while nothing has failed) keeps the worst case
-         * bounded. */
-        s->model_missed = 0;
+    if (n == 0 || !s->budget_known) {
+        /* No peaks to fit: gallop while nothing failed, then bisect. */
         *next = propose_gallop(s);
         return 0;
     }
+    double top_x = x[n - 1], top_y = y[n - 1];
+    if (s->misses) {
+        /* The last proposal overshot. A failure that says what it needed is
+         * a point above the curve: interpolate towards it. Without one, or
+         * after repeated misses, bisect so the worst case stays bounded. */
+        double fail_x = s->hi < (int64_t)s->lattice.count
+                            ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi)
+                            : 0.0;
+        if (s->misses == 1 && s->hi_need > top_y && fail_x > top_x)
+            *next = clamp_inside(
+                s, index_floor_of(s, crossing(s, top_x, top_y,
+                                              (s->hi_need - top_y) / (fail_x - top_x))));
+        else
+            *next = propose_bisect(s);
+        return 0;
+    }
+
+    double granule = granule_of(y, n);
     if (n == 1) {
-        /* With a single point, assume all memory grows with the batch: on a
-         * line with a non-negative intercept that size still fits. */
-        *next = clamp_inside(s, index_floor_of(s, x[0] * s->safe_budget / y[0]));
+        /* One point. Assume the memory that grows with the batch is at most
+         * what this trial added to the baseline (all of it, without a
+         * baseline): on a line with a non-negative intercept the size this
+         * predicts still fits, one granule of rounding aside. */
+        double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
+        if (base > top_y)
+            base = 0.0;
+        double grown = top_y - base;
+        double g = s->result->baseline_known ? (double)gcd_u64((uint64_t)top_y, (uint64_t)base) : 0.0;
+        if (grown < g)
+            grown = g;
+        if (!(grown > 0.0)) {
+            *next = propose_gallop(s);
+            return 0;
+        }
+        *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y + g, grown / top_x)));
         return 0;
     }
 
@@ -230,26 +268,19 @@ static int propose_model(search *s, int64_t *next)
     const double *fx = x + (n - use), *fy = y + (n - use);
     batchfit_fit fit;
     batchfit__fit_line(fx, fy, use, &fit);
-    double granule = granule_of(y, n);
-    double top_x = fx[use - 1], top_y = fy[use - 1];
-    double tolerance = 2.0 * granule + 2.0 * s->spread * top_y;
-    int collinear = use == 3 && fit.max_residual_bytes <= tolerance;
-    double slope;
-    if (collinear) {
-        slope = fit.bytes_per_sample;
-    } else {
-        /* Not a single line: extrapolate from the secant of the two points
-         * nearest the boundary. */
-        slope = (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
-    }
+    double noise = 2.0 * s->spread * top_y;
+    int collinear = use == 3 && fit.max_residual_bytes <= 2.0 * granule + noise;
+    /* Not a single line: extrapolate from the secant of the two points
+     * nearest the boundary. */
+    double slope = collinear ? fit.bytes_per_sample
+                             : (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
     if (!(slope > 0.0)) {
         *next = propose_gallop(s);
         return 0;
     }
     /* Anchor the line at the largest measured point: extrapolating a short
      * distance from a measurement is far less sensitive to a wrong slope. */
-    double predicted_max = top_x + (s->safe_budget - top_y) / slope;
-    int64_t c = index_floor_of(s, predicted_max);
+    int64_t c = index_floor_of(s, crossing(s, top_x, top_y, slope));
     if (c > s->lo && c < s->hi) {
         *next = c;
         return 0;
@@ -259,18 +290,18 @@ static int propose_model(search *s, int64_t *next)
         return 0;
     }
     /* The model says lo + 1 does not fit. Trust that only where the points
-     * lie on one line and even the optimistic end of the prediction is over
-     * the budget; otherwise try the optimistic end, which bisects the band of
-     * uncertainty. */
+     * lie on one line and even the pessimistic end of the prediction (a
+     * granule of rounding, the fit's residual and the noise below it) is
+     * over the budget; otherwise try the optimistic end, which bisects the
+     * band of uncertainty. */
+    double tolerance = granule + fit.max_residual_bytes + noise;
     double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
     if (collinear && s->lo >= 0 && lo_x == top_x) {
         double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
-        double pessimistic_peak = top_y + slope * (next_x - top_x) - tolerance;
-        if (pessimistic_peak > s->safe_budget)
+        if (top_y + slope * (next_x - top_x) - tolerance > s->safe_budget)
             return 1;
     }
-    double optimistic_max = top_x + (s->safe_budget + tolerance - top_y) / slope;
-    *next = clamp_inside(s, index_floor_of(s, optimistic_max));
+    *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y - tolerance, slope)));
     if (*next > s->lo + 1 && *next < s->hi)
         *next = s->lo + 1 + (*next - s->lo - 1) / 2;
     return 0;
@@ -363,8 +394,7 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
         trials++;
         if (rc)
             break;
-        if (opts->strategy == BATCHFIT_STRATEGY_MODEL && s.lo == before_lo && next > s.lo)
-            s.model_missed = 1;
+        s.misses = s.lo == before_lo ? s.misses + 1 : 0;
     }
 
     final_fit(&s, &result->fit);

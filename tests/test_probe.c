@@ -1,0 +1,589 @@
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* A step that wraps the sim device's synthetic step and counts its
+ * lifecycle calls, with failures injected where a test asks for them. */
+typedef struct counting_step {
+    int builds, built, releases, runs, on_ooms; /* built: builds that succeeded */
+    batchfit_outcome build_as;  /* FITS: build normally */
+    uint64_t error_from;        /* run() fails with an error from this batch; 0 = never */
+    const char *error_text;
+} counting_step;
+
+static batchfit_outcome cs_build(void *userdata, batchfit_device *dev, void **state, char *msg,
+                                 size_t len)
+{
+    counting_step *c = userdata;
+    c->builds++;
+    if (c->build_as != BATCHFIT_FITS) {
+        snprintf(msg, len, "%s", c->build_as == BATCHFIT_OOM ? "CUDA out of memory while loading"
+                                                             : "ModuleNotFoundError: torchvision");
+        return c->build_as;
+    }
+    void *inner = NULL;
+    batchfit_outcome o = batchfit_sim_step()->build(NULL, dev, &inner, msg, len);
+    if (o != BATCHFIT_FITS)
+        return o;
+    void **pair = malloc(2 * sizeof *pair);
+    if (!pair) {
+        batchfit_sim_step()->release(inner);
+        return BATCHFIT_ERROR;
+    }
+    pair[0] = c;
+    pair[1] = inner;
+    *state = pair;
+    c->built++;
+    return BATCHFIT_FITS;
+}
+
+static batchfit_outcome cs_run(void *state, uint64_t batch, batchfit_step_report *rep)
+{
+    void **pair = state;
+    counting_step *c = pair[0];
+    c->runs++;
+    if (c->error_from && batch >= c->error_from) {
+        snprintf(rep->message, sizeof rep->message, "%s", c->error_text);
+        return BATCHFIT_ERROR;
+    }
+    return batchfit_sim_step()->run(pair[1], batch, rep);
+}
+
+static void cs_on_oom(void *state, uint64_t batch)
+{
+    void **pair = state;
+    counting_step *c = pair[0];
+    (void)batch;
+    c->on_ooms++;
+}
+
+static void cs_release(void *state)
+{
+    void **pair = state;
+    counting_step *c = pair[0];
+    c->releases++;
+    batchfit_sim_step()->release(pair[1]);
+    free(pair);
+}
+
+static const batchfit_step counting = {sizeof(batchfit_step), "counting", 2, cs_build, cs_run,
+                                       cs_on_oom, cs_release};
+
+#define SPEC "sim:capacity=16GiB,fixed=2GiB,per_sample=37MiB,granule=2MiB"
+
+/* After any probe the device must be as it was: no step memory, no ballast
+ * (the only memory taken is what the spec's used= gives to others). */
+static int device_is_clean(batchfit_device *d)
+{
+    uint64_t total, free_bytes;
+    if (batchfit_device_memory(d, &total, &free_bytes) != BATCHFIT_OK)
+        return 0;
+    uint64_t taken = total - free_bytes;
+    return batchfit_sim_in_use(d) == 0 && (taken == 0 || taken == UINT64_C(10) << 30);
+}
+
+TEST(probe_success_releases_once_and_frees_the_margin)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
+    counting_step c = {0};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(c.builds, 1);
+    CHECK_EQ(c.releases, 1);
+    CHECK_EQ(c.on_ooms, (int)r->oom_trials);
+    CHECK(device_is_clean(d));
+    /* Budget: 16 GiB free, 5% margin held as ballast. */
+    uint64_t cap = UINT64_C(16) << 30;
+    CHECK(r->budget.known);
+    CHECK_EQ(r->budget.total_bytes, cap);
+    CHECK_EQ(r->budget.margin_bytes, (uint64_t)((double)cap * 0.05));
+    CHECK_EQ(r->budget.budget_bytes, cap - r->budget.margin_bytes);
+    CHECK_EQ(r->budget.held_bytes, r->budget.margin_bytes);
+    /* Largest b with 2 GiB + round2MiB(37 MiB * b) <= budget. */
+    uint64_t expect = 0;
+    for (uint64_t b = 1; b < 10000; b++) {
+        uint64_t act = (UINT64_C(37) << 20) * b;
+        act = (act + (UINT64_C(2) << 20) - 1) / (UINT64_C(2) << 20) * (UINT64_C(2) << 20);
+        if ((UINT64_C(2) << 30) + act <= r->budget.budget_bytes)
+            expect = b;
+    }
+    CHECK_EQ(r->batch_size, expect);
+    CHECK_EQ(r->min_batch, 2);
+    CHECK_EQ(r->source, BATCHFIT_SOURCE_MEASURED);
+    for (size_t i = 0; i < r->trial_count; i++)
+        CHECK(r->trials[i].batch >= 2);
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_error_releases_once)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
+    counting_step c = {0};
+    c.error_from = 50;
+    c.error_text = "RuntimeError: shape mismatch";
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_EQ(c.builds, 1);
+    CHECK_EQ(c.releases, 1);
+    CHECK(device_is_clean(d));
+    CHECK(r != NULL);
+    CHECK_EQ(r->trials[r->trial_count - 1].outcome, BATCHFIT_ERROR);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "RuntimeError: shape mismatch");
+    CHECK_EQ(r->batch_size, 0);
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_oom_at_the_minimum_releases_once)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=15GiB,per_sample=1GiB", &d),
+             BATCHFIT_OK);
+    counting_step c = {0};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(c.builds, 1);
+    CHECK_EQ(c.releases, 1);
+    CHECK_EQ(c.on_ooms, 1);
+    CHECK_EQ(r->trial_count, 1);
+    CHECK_EQ(r->trials[0].batch, 2);
+    CHECK(device_is_clean(d));
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "minimum batch size 2 does not fit");
+    batchfit_result_free(r);
+
+    /* The model itself does not fit: nothing was built, nothing to release. */
+    counting_step big = {0};
+    big.build_as = BATCHFIT_OOM;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &big, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(big.builds, 1);
+    CHECK_EQ(big.releases, 0);
+    CHECK_EQ(r->trial_count, 0);
+    CHECK(device_is_clean(d));
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "CUDA out of memory while loading");
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_build_error_is_reported)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
+    counting_step c = {0};
+    c.build_as = BATCHFIT_ERROR;
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_EQ(c.releases, 0);
+    CHECK_EQ(c.runs, 0);
+    CHECK(device_is_clean(d));
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "ModuleNotFoundError: torchvision");
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+static int abort_at_once(const batchfit_trial *t, void *userdata)
+{
+    (void)t;
+    (void)userdata;
+    return 1;
+}
+
+TEST(probe_abort_from_callback_releases_once)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
+    counting_step c = {0};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.progress = abort_at_once;
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_ABORTED);
+    CHECK_EQ(c.builds, 1);
+    CHECK_EQ(c.releases, 1);
+    CHECK_EQ(c.runs, 1);
+    CHECK_EQ(r->trial_count, 1);
+    CHECK(device_is_clean(d));
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_bad_input_builds_nothing)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
+    counting_step c = {0};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.margin_fraction = -0.1;
+    batchfit_result *r = (batchfit_result *)ctx;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(r == NULL);
+    batchfit_step incomplete = counting;
+    incomplete.release = NULL;
+    batchfit_options_init(&o);
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &incomplete, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(c.builds, 0);
+    /* A margin that leaves nothing. */
+    o.margin_bytes = UINT64_C(17) << 30;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(c.builds, 0);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "margin");
+    CHECK(device_is_clean(d));
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_without_a_device_falls_back_without_building)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    counting_step c = {0};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_result *r = NULL;
+
+    CHECK_EQ(batchfit_probe(ctx, &o, NULL, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->source, BATCHFIT_SOURCE_FALLBACK);
+    CHECK_EQ(r->batch_size, BATCHFIT_FALLBACK_BATCH_SIZE);
+    CHECK_EQ(r->warning_count, 1);
+    CHECK_CONTAINS(r->warnings[0], "no usable device (no device)");
+    CHECK_CONTAINS(r->warnings[0], "not measured");
+    CHECK_EQ(r->budget.known, 0);
+    batchfit_result_free(r);
+
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=8GiB,unavailable=libcuda.so.1 not found", &d),
+             BATCHFIT_OK);
+    o.requested_max = 100;
+    o.samples = 60;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 60);
+    CHECK_CONTAINS(r->warnings[0], "libcuda.so.1 not found");
+    CHECK_CONTAINS(r->warnings[0], "dataset size");
+    batchfit_result_free(r);
+
+    o.samples = 0;
+    o.lattice = BATCHFIT_LATTICE_POW2;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 100); /* the requested maximum is the extra candidate */
+    batchfit_result_free(r);
+
+    o.lattice = BATCHFIT_LATTICE_MULTIPLE;
+    o.lattice_multiple = 16;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 96);
+    batchfit_result_free(r);
+
+    o.no_device = BATCHFIT_NO_DEVICE_ERROR;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_NO_DEVICE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "libcuda.so.1 not found");
+    CHECK_EQ(r->batch_size, 0);
+    batchfit_result_free(r);
+    CHECK_EQ(c.builds, 0);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_vram_limit_and_memory_budget_cap_the_budget)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=80GiB,used=10GiB,fixed=1GiB,per_sample=100MiB",
+                                  &d),
+             BATCHFIT_OK);
+    counting_step c = {0};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.vram_limit_bytes = UINT64_C(8) << 30;
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->budget.free_bytes, UINT64_C(70) << 30);
+    CHECK_EQ(r->budget.usable_bytes, UINT64_C(8) << 30);
+    CHECK_EQ(r->budget.vram_limit_bytes, UINT64_C(8) << 30);
+    CHECK_EQ(r->budget.held_bytes, (UINT64_C(70) << 30) - r->budget.budget_bytes);
+    /* 1 GiB + 100 MiB * b <= 8 GiB * 0.95 */
+    CHECK_EQ(r->batch_size, (uint64_t)(((double)(UINT64_C(8) << 30) * 0.95 - (double)(UINT64_C(1) << 30)) /
+                                       (double)(UINT64_C(100) << 20)));
+    batchfit_result_free(r);
+
+    batchfit_options_init(&o);
+    o.memory_budget_bytes = UINT64_C(4) << 30;
+    o.margin_bytes = UINT64_C(1) << 30;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->budget.budget_bytes, UINT64_C(3) << 30);
+    CHECK_EQ(r->batch_size, 20); /* 1 GiB + 100 MiB * 20 = 3 GiB - 48 MiB */
+    batchfit_result_free(r);
+
+    o.memory_budget_bytes = UINT64_C(100) << 30; /* more than is free: capped, with a warning */
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->budget.usable_bytes, UINT64_C(70) << 30);
+    CHECK_CONTAINS(r->warnings[0], "exceeds");
+    batchfit_result_free(r);
+    CHECK_EQ(c.builds, c.releases);
+    CHECK(device_is_clean(d));
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+/* Every allocation the probe makes (context, device, result, trial log,
+ * warnings, the synthetic step) is failed in turn: the call fails cleanly,
+ * the step is released exactly as often as it was built, and nothing leaks. */
+TEST(probe_every_allocation_failure_is_clean)
+{
+    long total = -1;
+    for (long k = 0; total < 0 || k < total; k++) {
+        test_alloc_state st = {0, total < 0 ? -1 : k, 0, 0};
+        batchfit_ctx *ctx = test_ctx(&st);
+        counting_step c = {0};
+        batchfit_device *d = NULL;
+        batchfit_result *r = NULL;
+        int rc = -1;
+        long failures_before_probe = 0;
+        if (ctx && batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=2GiB,per_sample=37MiB,"
+                                             "unavailable=x", &d) == BATCHFIT_OK) {
+            batchfit_device_free(d);
+            d = NULL;
+        }
+        if (ctx && batchfit_device_open(ctx, SPEC ",jump=100:1GiB", &d) == BATCHFIT_OK) {
+            failures_before_probe = st.failures;
+            batchfit_options o;
+            batchfit_options_init(&o);
+            o.requested_max = 1; /* a warning, so its allocation is covered too */
+            o.min_batch = 0;
+            rc = batchfit_probe(ctx, &o, d, &counting, &c, &r);
+            CHECK_EQ(c.built, c.releases);
+            CHECK(device_is_clean(d));
+            batchfit_result_free(r);
+            r = NULL;
+            batchfit_options_init(&o);
+            rc = rc ? rc : batchfit_probe(ctx, &o, d, &counting, &c, &r);
+            CHECK_EQ(c.built, c.releases);
+            CHECK(device_is_clean(d));
+        }
+        if (total < 0) {
+            CHECK_EQ(rc, BATCHFIT_OK);
+            CHECK(r->trial_count >= 2);
+            total = st.calls;
+        } else {
+            CHECK_EQ(st.failures, 1);
+            if (ctx && d && !failures_before_probe)
+                CHECK(rc == BATCHFIT_E_NO_MEMORY || rc == BATCHFIT_E_TRIAL_ERROR);
+        }
+        batchfit_result_free(r);
+        batchfit_device_free(d);
+        batchfit_ctx_free(ctx);
+        CHECK_EQ(st.outstanding, 0);
+    }
+    CHECK(total > 8);
+}
+
+/* Seeded random profiles spanning small CNNs to large transformers: fixed
+ * memory 5-90% of a 16-141 GiB device, a largest batch from 1 to 50,000,
+ * 0-3 workspace jumps, 2 MiB granule. */
+typedef struct profile {
+    uint64_t capacity, fixed, per_sample;
+    uint64_t jump_batch[3], jump_bytes[3];
+    unsigned jumps;
+} profile;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s)
+{
+    return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+}
+
+static void make_profile(uint64_t *rng, profile *p)
+{
+    double gib = 1073741824.0;
+    p->capacity = (uint64_t)((16.0 + 125.0 * rng_unit(rng)) * gib);
+    double fixed_share = 0.05 + 0.85 * rng_unit(rng);
+    p->fixed = (uint64_t)(fixed_share * (double)p->capacity * 0.95);
+    double target = exp(log(50000.0) * rng_unit(rng));
+    double room = (double)p->capacity * 0.95 - (double)p->fixed;
+    p->per_sample = (uint64_t)(room / (target + 0.5)) + 1;
+    p->jumps = (unsigned)(rng_next(rng) % 4);
+    for (unsigned j = 0; j < p->jumps; j++) {
+        p->jump_batch[j] = 1 + (uint64_t)(rng_unit(rng) * target * 1.2);
+        p->jump_bytes[j] = (uint64_t)(rng_unit(rng) * 0.08 * room);
+    }
+}
+
+static int profile_spec(const profile *p, const char *extra, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "sim:capacity=%llu,fixed=%llu,per_sample=%llu,granule=2MiB%s",
+                     (unsigned long long)p->capacity, (unsigned long long)p->fixed,
+                     (unsigned long long)p->per_sample, extra);
+    for (unsigned j = 0; j < p->jumps; j++)
+        n += snprintf(buf + n, len - (size_t)n, ",jump=%llu:%llu",
+                      (unsigned long long)p->jump_batch[j], (unsigned long long)p->jump_bytes[j]);
+    return n;
+}
+
+static uint64_t round2m(double bytes)
+{
+    uint64_t g = UINT64_C(2) << 20;
+    uint64_t b = (uint64_t)bytes;
+    return (b + g - 1) / g * g;
+}
+
+/* The profile's peak at a batch, the way a device that rounds every
+ * allocation to 2 MiB sees it; noise_top adds the top of the noise band. */
+static uint64_t profile_peak(const profile *p, uint64_t batch, double noise_top)
+{
+    double act = (double)p->per_sample * (double)batch;
+    for (unsigned j = 0; j < p->jumps; j++)
+        if (batch >= p->jump_batch[j])
+            act += (double)p->jump_bytes[j];
+    act += noise_top * ((double)p->fixed + act);
+    return round2m((double)p->fixed) + round2m(act);
+}
+
+static uint64_t profile_truth(const profile *p, uint64_t budget, uint64_t bound)
+{
+    uint64_t best = 0;
+    for (uint64_t b = 1; b <= bound && profile_peak(p, b, 0.0) <= budget; b++)
+        best = b;
+    return best;
+}
+
+static int compare_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+TEST(probe_sim_profiles_exact_maximum)
+{
+    static const batchfit_strategy exact[] = {BATCHFIT_STRATEGY_MODEL, BATCHFIT_STRATEGY_BISECT,
+                                              BATCHFIT_STRATEGY_BINSEARCH};
+    uint64_t rng = 20261129;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    size_t model_trials[150], bisect_total = 0, model_total = 0;
+    for (int i = 0; i < 150; i++) {
+        profile p;
+        make_profile(&rng, &p);
+        char spec[512];
+        profile_spec(&p, "", spec, sizeof spec);
+        for (size_t s = 0; s < 3; s++) {
+            batchfit_device *d = NULL;
+            CHECK_EQ(batchfit_device_open(ctx, spec, &d), BATCHFIT_OK);
+            batchfit_options o;
+            batchfit_options_init(&o);
+            o.strategy = exact[s];
+            o.requested_max = 65536;
+            batchfit_result *r = NULL;
+            int rc = batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r);
+            uint64_t truth = profile_truth(&p, r->budget.budget_bytes, 65536);
+            if (truth == 0) {
+                CHECK_EQ(rc, BATCHFIT_E_MIN_DOES_NOT_FIT);
+            } else {
+                if (r->batch_size != truth || getenv("BATCHFIT_TEST_SPECS"))
+                    printf("    profile %d (%s) strategy %s\n", i, spec,
+                           batchfit_strategy_name(exact[s]));
+                CHECK_EQ(rc, BATCHFIT_OK);
+                CHECK_EQ(r->batch_size, truth);
+            }
+            if (exact[s] == BATCHFIT_STRATEGY_MODEL) {
+                model_trials[i] = r->trial_count;
+                model_total += r->trial_count;
+            }
+            if (exact[s] == BATCHFIT_STRATEGY_BISECT)
+                bisect_total += r->trial_count;
+            if (getenv("BATCHFIT_TEST_VERBOSE"))
+                printf("    profile %d %s: %zu trials, %zu oom, answer %llu\n", i,
+                       batchfit_strategy_name(exact[s]), r->trial_count, r->oom_trials,
+                       (unsigned long long)r->batch_size);
+            CHECK(device_is_clean(d));
+            batchfit_result_free(r);
+            batchfit_device_free(d);
+        }
+    }
+    /* Far fewer trials than bisection (16 over 1..65536), and never more. */
+    qsort(model_trials, 150, sizeof model_trials[0], compare_size);
+    CHECK(model_trials[75] <= 4);
+    CHECK(model_trials[149] <= 16);
+    CHECK(model_total * 3 < bisect_total);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_noise_never_yields_an_answer_that_fails_on_rerun)
+{
+    uint64_t rng = 777;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    for (int i = 0; i < 60; i++) {
+        profile p;
+        make_profile(&rng, &p);
+        double noise = 0.001 + 0.009 * rng_unit(&rng);
+        for (int s = 0; s < 5; s++) {
+            char extra[64], spec[512];
+            snprintf(extra, sizeof extra, ",noise=%.3f%%,seed=%d", noise * 100.0, i * 5 + s + 1);
+            profile_spec(&p, extra, spec, sizeof spec);
+            batchfit_device *d = NULL;
+            CHECK_EQ(batchfit_device_open(ctx, spec, &d), BATCHFIT_OK);
+            batchfit_options o;
+            batchfit_options_init(&o);
+            o.strategy = (batchfit_strategy)s;
+            o.requested_max = 65536;
+            batchfit_result *r = NULL;
+            int rc = batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r);
+            batchfit_device_free(d);
+            if (rc == BATCHFIT_OK) {
+                /* Even the top of the noise band stays within the budget... */
+                CHECK(profile_peak(&p, r->batch_size, noise) <= r->budget.budget_bytes);
+                /* ...and so do real re-runs, under the same budget. */
+                char rerun[600];
+                char used[64];
+                snprintf(used, sizeof used, ",used=%llu,noise=%.3f%%,seed=%d",
+                         (unsigned long long)(p.capacity - r->budget.budget_bytes), noise * 100.0,
+                         1000 + i);
+                profile_spec(&p, used, rerun, sizeof rerun);
+                batchfit_device *again = NULL;
+                CHECK_EQ(batchfit_device_open(ctx, rerun, &again), BATCHFIT_OK);
+                const batchfit_step *step = batchfit_sim_step();
+                void *state = NULL;
+                char msg[128];
+                CHECK_EQ(step->build(NULL, again, &state, msg, sizeof msg), BATCHFIT_FITS);
+                for (int k = 0; k < 50; k++) {
+                    batchfit_step_report rep;
+                    memset(&rep, 0, sizeof rep);
+                    CHECK_EQ(step->run(state, r->batch_size, &rep), BATCHFIT_FITS);
+                }
+                step->release(state);
+                batchfit_device_free(again);
+            } else {
+                CHECK_EQ(rc, BATCHFIT_E_MIN_DOES_NOT_FIT);
+            }
+            batchfit_result_free(r);
+        }
+    }
+    batchfit_ctx_free(ctx);
+}
