@@ -4,7 +4,6 @@
 #include "internal.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,32 +15,56 @@ static const char *skip_blanks(const char *s)
     return s;
 }
 
-/* Parses digits with an optional fraction ("12", "1.5", ".5"); no sign, no
- * exponent, so "nan", "inf", "-1" and "1e9" are rejected by construction. */
-int batchfit__parse_decimal(const char *text, double *out, const char **end)
+/* A number as written: digits with an optional fraction ("12", "1.5",
+ * ".5"). The whole part is kept exactly so large byte counts keep every
+ * digit. No sign and no exponent, so "nan", "inf", "-1" and "1e9" never
+ * read as numbers. */
+typedef struct number {
+    uint64_t whole;
+    double fraction;
+    int has_fraction;
+    int has_point;  /* a decimal point was written, with or without digits after it */
+    int overflow;   /* the whole part does not fit in 64 bits */
+    const char *end;
+} number;
+
+static int read_number(const char *text, number *n)
 {
     const char *s = text;
-    double value = 0.0;
     int digits = 0;
+    *n = (number){0};
     while (isdigit((unsigned char)*s)) {
-        value = value * 10.0 + (*s - '0');
+        unsigned d = (unsigned)(*s - '0');
+        if (n->whole > (UINT64_MAX - d) / 10)
+            n->overflow = 1;
+        else
+            n->whole = n->whole * 10 + d;
         s++;
         digits++;
     }
     if (*s == '.') {
         s++;
+        n->has_point = 1;
         double scale = 0.1;
         while (isdigit((unsigned char)*s)) {
-            value += (*s - '0') * scale;
+            n->fraction += (*s - '0') * scale;
             scale /= 10.0;
+            n->has_fraction = 1;
             s++;
             digits++;
         }
     }
-    if (!digits || !isfinite(value))
+    n->end = s;
+    return digits ? 0 : -1;
+}
+
+int batchfit__parse_decimal(const char *text, double *out, const char **end)
+{
+    number n;
+    if (read_number(text, &n) != 0 || n.overflow)
         return -1;
-    *out = value;
-    *end = s;
+    *out = (double)n.whole + n.fraction;
+    *end = n.end;
     return 0;
 }
 
@@ -77,39 +100,20 @@ int batchfit_parse_size(const char *text, const char *what, uint64_t *bytes_out,
                        text);
         return BATCHFIT_E_PARSE;
     }
-    /* The integer part is read exactly so large byte counts keep every digit. */
-    uint64_t whole = 0;
-    int digits = 0;
-    while (isdigit((unsigned char)*s)) {
-        unsigned d = (unsigned)(*s - '0');
-        if (whole > (UINT64_MAX - d) / 10) {
-            batchfit__errf(err, err_len, "%s: size \"%s\" is too large", name, text);
-            return BATCHFIT_E_PARSE;
-        }
-        whole = whole * 10 + d;
-        s++;
-        digits++;
-    }
-    double fraction = 0.0;
-    int has_fraction = 0;
-    if (*s == '.') {
-        s++;
-        double scale = 0.1;
-        while (isdigit((unsigned char)*s)) {
-            fraction += (*s - '0') * scale;
-            scale /= 10.0;
-            has_fraction = 1;
-            s++;
-            digits++;
-        }
-    }
-    if (!digits) {
+    number n;
+    if (read_number(s, &n) != 0) {
         batchfit__errf(err, err_len,
                        "%s: invalid size \"%s\": expected a number with an optional unit "
                        "(B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)",
                        name, text);
         return BATCHFIT_E_PARSE;
     }
+    if (n.overflow) {
+        batchfit__errf(err, err_len, "%s: size \"%s\" is too large", name, text);
+        return BATCHFIT_E_PARSE;
+    }
+    uint64_t whole = n.whole;
+    s = n.end;
     s = skip_blanks(s);
     const char *unit_start = s;
     size_t unit_len = strlen(unit_start);
@@ -135,13 +139,13 @@ int batchfit_parse_size(const char *text, const char *what, uint64_t *bytes_out,
         return BATCHFIT_E_PARSE;
     }
     uint64_t bytes = whole * found->multiplier;
-    if (has_fraction) {
+    if (n.has_fraction) {
         if (found->multiplier == 1) {
             batchfit__errf(err, err_len, "%s: invalid size \"%s\": bytes must be whole", name,
                            text);
             return BATCHFIT_E_PARSE;
         }
-        uint64_t extra = (uint64_t)(fraction * (double)found->multiplier);
+        uint64_t extra = (uint64_t)(n.fraction * (double)found->multiplier);
         if (bytes > UINT64_MAX - extra) {
             batchfit__errf(err, err_len, "%s: size \"%s\" is too large", name, text);
             return BATCHFIT_E_PARSE;
@@ -183,24 +187,13 @@ int batchfit_parse_percent(const char *text, const char *what, double *fraction_
 static int parse_whole(const char *text, uint64_t *out, int *overflow)
 {
     const char *s = skip_blanks(text);
-    uint64_t value = 0;
-    int digits = 0;
-    *overflow = 0;
     if (*s == '+')
         s++;
-    while (isdigit((unsigned char)*s)) {
-        unsigned d = (unsigned)(*s - '0');
-        if (value > (UINT64_MAX - d) / 10)
-            *overflow = 1;
-        else
-            value = value * 10 + d;
-        s++;
-        digits++;
-    }
-    s = skip_blanks(s);
-    if (!digits || *s != '\0')
+    number n;
+    if (read_number(s, &n) != 0 || n.has_point || *skip_blanks(n.end) != '\0')
         return -1;
-    *out = value;
+    *overflow = n.overflow;
+    *out = n.whole;
     return 0;
 }
 

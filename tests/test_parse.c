@@ -94,7 +94,7 @@ TEST(parse_requested_size_device_decides)
 
 TEST(parse_requested_size_errors_quote_the_value)
 {
-    static const char *const bad[] = {"abc", "-4", "12.5", "1e3", "nonesuch", "99999999999999999999",
+    static const char *const bad[] = {"abc", "-4", "12.5", "12.", "1e3", "nonesuch", "99999999999999999999",
                                       "32 64", "0x10"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 5;

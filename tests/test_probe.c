@@ -83,20 +83,47 @@ static int device_is_clean(batchfit_device *d)
     return batchfit_sim_in_use(d) == 0 && (taken == 0 || taken == UINT64_C(10) << 30);
 }
 
+/* A context, a sim device, a counting step and default options. */
+typedef struct fixture {
+    batchfit_ctx *ctx;
+    batchfit_device *dev;
+    counting_step step;
+    batchfit_options opts;
+    batchfit_result *result;
+} fixture;
+
+static int fixture_open(fixture *f, const char *spec)
+{
+    memset(f, 0, sizeof *f);
+    f->ctx = test_ctx(NULL);
+    batchfit_options_init(&f->opts);
+    return f->ctx && batchfit_device_open(f->ctx, spec, &f->dev) == BATCHFIT_OK;
+}
+
+static int fixture_probe(fixture *f)
+{
+    batchfit_result_free(f->result);
+    f->result = NULL;
+    return batchfit_probe(f->ctx, &f->opts, f->dev, &counting, &f->step, &f->result);
+}
+
+static void fixture_close(fixture *f)
+{
+    batchfit_result_free(f->result);
+    batchfit_device_free(f->dev);
+    batchfit_ctx_free(f->ctx);
+}
+
 TEST(probe_success_releases_once_and_frees_the_margin)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
-    counting_step c = {0};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
-    CHECK_EQ(c.builds, 1);
-    CHECK_EQ(c.releases, 1);
-    CHECK_EQ(c.on_ooms, (int)r->oom_trials);
-    CHECK(device_is_clean(d));
+    fixture f;
+    CHECK(fixture_open(&f, SPEC));
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    batchfit_result *r = f.result;
+    CHECK_EQ(f.step.builds, 1);
+    CHECK_EQ(f.step.releases, 1);
+    CHECK_EQ(f.step.on_ooms, (int)r->oom_trials);
+    CHECK(device_is_clean(f.dev));
     /* Budget: 16 GiB free, 5% margin held as ballast. */
     uint64_t cap = UINT64_C(16) << 30;
     CHECK(r->budget.known);
@@ -104,6 +131,8 @@ TEST(probe_success_releases_once_and_frees_the_margin)
     CHECK_EQ(r->budget.margin_bytes, (uint64_t)((double)cap * 0.05));
     CHECK_EQ(r->budget.budget_bytes, cap - r->budget.margin_bytes);
     CHECK_EQ(r->budget.held_bytes, r->budget.margin_bytes);
+    CHECK(r->baseline_known);
+    CHECK_EQ(r->baseline_bytes, UINT64_C(2) << 30);
     /* Largest b with 2 GiB + round2MiB(37 MiB * b) <= budget. */
     uint64_t expect = 0;
     for (uint64_t b = 1; b < 10000; b++) {
@@ -117,87 +146,62 @@ TEST(probe_success_releases_once_and_frees_the_margin)
     CHECK_EQ(r->source, BATCHFIT_SOURCE_MEASURED);
     for (size_t i = 0; i < r->trial_count; i++)
         CHECK(r->trials[i].batch >= 2);
-    batchfit_result_free(r);
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    fixture_close(&f);
 }
 
 TEST(probe_error_releases_once)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
-    counting_step c = {0};
-    c.error_from = 50;
-    c.error_text = "RuntimeError: shape mismatch";
-    batchfit_options o;
-    batchfit_options_init(&o);
-    batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_TRIAL_ERROR);
-    CHECK_EQ(c.builds, 1);
-    CHECK_EQ(c.releases, 1);
-    CHECK(device_is_clean(d));
-    CHECK(r != NULL);
-    CHECK_EQ(r->trials[r->trial_count - 1].outcome, BATCHFIT_ERROR);
-    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "RuntimeError: shape mismatch");
-    CHECK_EQ(r->batch_size, 0);
-    batchfit_result_free(r);
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    fixture f;
+    CHECK(fixture_open(&f, SPEC));
+    f.step.error_from = 50;
+    f.step.error_text = "RuntimeError: shape mismatch";
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_EQ(f.step.builds, 1);
+    CHECK_EQ(f.step.releases, 1);
+    CHECK(device_is_clean(f.dev));
+    CHECK(f.result != NULL);
+    CHECK_EQ(f.result->trials[f.result->trial_count - 1].outcome, BATCHFIT_ERROR);
+    CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "RuntimeError: shape mismatch");
+    CHECK_EQ(f.result->batch_size, 0);
+    fixture_close(&f);
 }
 
 TEST(probe_oom_at_the_minimum_releases_once)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=15GiB,per_sample=1GiB", &d),
-             BATCHFIT_OK);
-    counting_step c = {0};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
-    CHECK_EQ(c.builds, 1);
-    CHECK_EQ(c.releases, 1);
-    CHECK_EQ(c.on_ooms, 1);
-    CHECK_EQ(r->trial_count, 1);
-    CHECK_EQ(r->trials[0].batch, 2);
-    CHECK(device_is_clean(d));
-    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "minimum batch size 2 does not fit");
-    batchfit_result_free(r);
+    fixture f;
+    CHECK(fixture_open(&f, "sim:capacity=16GiB,fixed=15GiB,per_sample=1GiB"));
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(f.step.builds, 1);
+    CHECK_EQ(f.step.releases, 1);
+    CHECK_EQ(f.step.on_ooms, 1);
+    CHECK_EQ(f.result->trial_count, 1);
+    CHECK_EQ(f.result->trials[0].batch, 2);
+    CHECK(device_is_clean(f.dev));
+    CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "minimum batch size 2 does not fit");
 
     /* The model itself does not fit: nothing was built, nothing to release. */
-    counting_step big = {0};
-    big.build_as = BATCHFIT_OOM;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &big, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
-    CHECK_EQ(big.builds, 1);
-    CHECK_EQ(big.releases, 0);
-    CHECK_EQ(r->trial_count, 0);
-    CHECK(device_is_clean(d));
-    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "CUDA out of memory while loading");
-    batchfit_result_free(r);
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    f.step = (counting_step){0};
+    f.step.build_as = BATCHFIT_OOM;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(f.step.builds, 1);
+    CHECK_EQ(f.step.releases, 0);
+    CHECK_EQ(f.result->trial_count, 0);
+    CHECK(device_is_clean(f.dev));
+    CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "CUDA out of memory while loading");
+    fixture_close(&f);
 }
 
 TEST(probe_build_error_is_reported)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
-    counting_step c = {0};
-    c.build_as = BATCHFIT_ERROR;
-    batchfit_options o;
-    batchfit_options_init(&o);
-    batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_TRIAL_ERROR);
-    CHECK_EQ(c.releases, 0);
-    CHECK_EQ(c.runs, 0);
-    CHECK(device_is_clean(d));
-    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "ModuleNotFoundError: torchvision");
-    batchfit_result_free(r);
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    fixture f;
+    CHECK(fixture_open(&f, SPEC));
+    f.step.build_as = BATCHFIT_ERROR;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_EQ(f.step.releases, 0);
+    CHECK_EQ(f.step.runs, 0);
+    CHECK(device_is_clean(f.dev));
+    CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "ModuleNotFoundError: torchvision");
+    fixture_close(&f);
 }
 
 static int abort_at_once(const batchfit_trial *t, void *userdata)
@@ -209,147 +213,111 @@ static int abort_at_once(const batchfit_trial *t, void *userdata)
 
 TEST(probe_abort_from_callback_releases_once)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
-    counting_step c = {0};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.progress = abort_at_once;
-    batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_ABORTED);
-    CHECK_EQ(c.builds, 1);
-    CHECK_EQ(c.releases, 1);
-    CHECK_EQ(c.runs, 1);
-    CHECK_EQ(r->trial_count, 1);
-    CHECK(device_is_clean(d));
-    batchfit_result_free(r);
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    fixture f;
+    CHECK(fixture_open(&f, SPEC));
+    f.opts.progress = abort_at_once;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_ABORTED);
+    CHECK_EQ(f.step.builds, 1);
+    CHECK_EQ(f.step.releases, 1);
+    CHECK_EQ(f.step.runs, 1);
+    CHECK_EQ(f.result->trial_count, 1);
+    CHECK(device_is_clean(f.dev));
+    fixture_close(&f);
 }
 
 TEST(probe_bad_input_builds_nothing)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, SPEC, &d), BATCHFIT_OK);
-    counting_step c = {0};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.margin_fraction = -0.1;
-    batchfit_result *r = (batchfit_result *)ctx;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
-    CHECK(r == NULL);
+    fixture f;
+    CHECK(fixture_open(&f, SPEC));
+    f.opts.margin_fraction = -0.1;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(f.result == NULL);
     batchfit_step incomplete = counting;
     incomplete.release = NULL;
-    batchfit_options_init(&o);
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &incomplete, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
-    CHECK_EQ(c.builds, 0);
+    batchfit_options_init(&f.opts);
+    CHECK_EQ(batchfit_probe(f.ctx, &f.opts, f.dev, &incomplete, &f.step, &f.result),
+             BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(f.result == NULL);
+    CHECK_EQ(f.step.builds, 0);
     /* A margin that leaves nothing. */
-    o.margin_bytes = UINT64_C(17) << 30;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
-    CHECK_EQ(c.builds, 0);
-    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "margin");
-    CHECK(device_is_clean(d));
-    batchfit_result_free(r);
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    f.opts.margin_bytes = UINT64_C(17) << 30;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(f.step.builds, 0);
+    CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "margin");
+    CHECK(device_is_clean(f.dev));
+    fixture_close(&f);
 }
 
 TEST(probe_without_a_device_falls_back_without_building)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    counting_step c = {0};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    batchfit_result *r = NULL;
-
-    CHECK_EQ(batchfit_probe(ctx, &o, NULL, &counting, &c, &r), BATCHFIT_OK);
+    fixture f;
+    CHECK(fixture_open(&f, "sim:capacity=8GiB,unavailable=libcuda.so.1 not found"));
+    CHECK_EQ(batchfit_probe(f.ctx, &f.opts, NULL, &counting, &f.step, &f.result), BATCHFIT_OK);
+    batchfit_result *r = f.result;
     CHECK_EQ(r->source, BATCHFIT_SOURCE_FALLBACK);
     CHECK_EQ(r->batch_size, BATCHFIT_FALLBACK_BATCH_SIZE);
     CHECK_EQ(r->warning_count, 1);
     CHECK_CONTAINS(r->warnings[0], "no usable device (no device)");
     CHECK_CONTAINS(r->warnings[0], "not measured");
     CHECK_EQ(r->budget.known, 0);
-    batchfit_result_free(r);
 
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=8GiB,unavailable=libcuda.so.1 not found", &d),
-             BATCHFIT_OK);
-    o.requested_max = 100;
-    o.samples = 60;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
-    CHECK_EQ(r->batch_size, 60);
-    CHECK_CONTAINS(r->warnings[0], "libcuda.so.1 not found");
-    CHECK_CONTAINS(r->warnings[0], "dataset size");
-    batchfit_result_free(r);
+    f.opts.requested_max = 100;
+    f.opts.samples = 60;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->batch_size, 60);
+    CHECK_CONTAINS(f.result->warnings[0], "libcuda.so.1 not found");
+    CHECK_CONTAINS(f.result->warnings[0], "dataset size");
 
-    o.samples = 0;
-    o.lattice = BATCHFIT_LATTICE_POW2;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
-    CHECK_EQ(r->batch_size, 100); /* the requested maximum is the extra candidate */
-    batchfit_result_free(r);
+    f.opts.samples = 0;
+    f.opts.lattice = BATCHFIT_LATTICE_POW2;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->batch_size, 100); /* the requested maximum is the extra candidate */
 
-    o.lattice = BATCHFIT_LATTICE_MULTIPLE;
-    o.lattice_multiple = 16;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
-    CHECK_EQ(r->batch_size, 96);
-    batchfit_result_free(r);
+    f.opts.lattice = BATCHFIT_LATTICE_MULTIPLE;
+    f.opts.lattice_multiple = 16;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->batch_size, 96);
 
-    o.no_device = BATCHFIT_NO_DEVICE_ERROR;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_E_NO_DEVICE);
-    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "libcuda.so.1 not found");
-    CHECK_EQ(r->batch_size, 0);
-    batchfit_result_free(r);
-    CHECK_EQ(c.builds, 0);
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    f.opts.no_device = BATCHFIT_NO_DEVICE_ERROR;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_NO_DEVICE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "libcuda.so.1 not found");
+    CHECK_EQ(f.result->batch_size, 0);
+    CHECK_EQ(f.step.builds, 0);
+    fixture_close(&f);
 }
 
 TEST(probe_vram_limit_and_memory_budget_cap_the_budget)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=80GiB,used=10GiB,fixed=1GiB,per_sample=100MiB",
-                                  &d),
-             BATCHFIT_OK);
-    counting_step c = {0};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.vram_limit_bytes = UINT64_C(8) << 30;
-    batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
-    CHECK_EQ(r->budget.free_bytes, UINT64_C(70) << 30);
-    CHECK_EQ(r->budget.usable_bytes, UINT64_C(8) << 30);
-    CHECK_EQ(r->budget.vram_limit_bytes, UINT64_C(8) << 30);
-    CHECK_EQ(r->budget.held_bytes, (UINT64_C(70) << 30) - r->budget.budget_bytes);
+    fixture f;
+    CHECK(fixture_open(&f, "sim:capacity=80GiB,used=10GiB,fixed=1GiB,per_sample=100MiB"));
+    f.opts.vram_limit_bytes = UINT64_C(8) << 30;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    batchfit_budget *b = &f.result->budget;
+    CHECK_EQ(b->free_bytes, UINT64_C(70) << 30);
+    CHECK_EQ(b->usable_bytes, UINT64_C(8) << 30);
+    CHECK_EQ(b->vram_limit_bytes, UINT64_C(8) << 30);
+    CHECK_EQ(b->held_bytes, (UINT64_C(70) << 30) - b->budget_bytes);
     /* 1 GiB + 100 MiB * b <= 8 GiB * 0.95 */
-    CHECK_EQ(r->batch_size, (uint64_t)(((double)(UINT64_C(8) << 30) * 0.95 - (double)(UINT64_C(1) << 30)) /
-                                       (double)(UINT64_C(100) << 20)));
-    batchfit_result_free(r);
+    CHECK_EQ(f.result->batch_size,
+             (uint64_t)(((double)(UINT64_C(8) << 30) * 0.95 - (double)(UINT64_C(1) << 30)) /
+                        (double)(UINT64_C(100) << 20)));
 
-    batchfit_options_init(&o);
-    o.memory_budget_bytes = UINT64_C(4) << 30;
-    o.margin_bytes = UINT64_C(1) << 30;
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
-    CHECK_EQ(r->budget.budget_bytes, UINT64_C(3) << 30);
-    CHECK_EQ(r->batch_size, 20); /* 1 GiB + 100 MiB * 20 = 3 GiB - 48 MiB */
-    batchfit_result_free(r);
+    batchfit_options_init(&f.opts);
+    f.opts.memory_budget_bytes = UINT64_C(4) << 30;
+    f.opts.margin_bytes = UINT64_C(1) << 30;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->budget.budget_bytes, UINT64_C(3) << 30);
+    CHECK_EQ(f.result->batch_size, 20); /* 1 GiB + 100 MiB * 20 = 3 GiB - 48 MiB */
 
-    o.memory_budget_bytes = UINT64_C(100) << 30; /* more than is free: capped, with a warning */
-    CHECK_EQ(batchfit_probe(ctx, &o, d, &counting, &c, &r), BATCHFIT_OK);
-    CHECK_EQ(r->budget.usable_bytes, UINT64_C(70) << 30);
-    CHECK_CONTAINS(r->warnings[0], "exceeds");
-    batchfit_result_free(r);
-    CHECK_EQ(c.builds, c.releases);
-    CHECK(device_is_clean(d));
-    batchfit_device_free(d);
-    batchfit_ctx_free(ctx);
+    f.opts.memory_budget_bytes = UINT64_C(100) << 30; /* more than is free: capped, with a warning */
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->budget.usable_bytes, UINT64_C(70) << 30);
+    CHECK_CONTAINS(f.result->warnings[0], "exceeds");
+    CHECK_EQ(f.step.builds, f.step.releases);
+    CHECK(device_is_clean(f.dev));
+    fixture_close(&f);
 }
 
-/* Every allocation the probe makes (context, device, result, trial log,
- * warnings, the synthetic step) is failed in turn: the call fails cleanly,
- * the step is released exactly as often as it was built, and nothing leaks. */
 TEST(probe_every_allocation_failure_is_clean)
 {
     long total = -1;

@@ -40,10 +40,9 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
 
 /* Runs a search over [min, bound] with the oracle; the budget is the
  * capacity, so the largest fitting batch is floor((capacity - fixed) / per_sample). */
-static int run_search(batchfit_options *o, uint64_t step_min, curve_oracle *oracle,
-                      batchfit_result **out)
+static int search_in(batchfit_ctx *ctx, batchfit_options *o, uint64_t step_min,
+                     curve_oracle *oracle, batchfit_result **out)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_result *r = NULL;
     int rc = batchfit_decide(ctx, o, step_min, &r);
     if (rc == BATCHFIT_OK) {
@@ -52,6 +51,14 @@ static int run_search(batchfit_options *o, uint64_t step_min, curve_oracle *orac
         rc = batchfit_search(ctx, o, curve_trial, oracle, r);
     }
     *out = r;
+    return rc;
+}
+
+static int run_search(batchfit_options *o, uint64_t step_min, curve_oracle *oracle,
+                      batchfit_result **out)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    int rc = search_in(ctx, o, step_min, oracle, out);
     batchfit_ctx_free(ctx);
     return rc;
 }
@@ -214,10 +221,7 @@ TEST(search_stops_on_the_first_error)
         c.error_from = 1;
         batchfit_ctx *ctx = test_ctx(NULL);
         batchfit_result *r = NULL;
-        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
-        r->budget.known = 1;
-        r->budget.budget_bytes = (uint64_t)c.capacity;
-        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_E_TRIAL_ERROR);
+        CHECK_EQ(search_in(ctx, &o, 0, &c, &r), BATCHFIT_E_TRIAL_ERROR);
         CHECK_EQ(c.count, 1);
         CHECK_EQ(r->trial_count, 1);
         CHECK_EQ(r->trials[0].outcome, BATCHFIT_ERROR);
@@ -241,10 +245,7 @@ TEST(search_minimum_does_not_fit)
         c.capacity = 1e9;
         batchfit_ctx *ctx = test_ctx(NULL);
         batchfit_result *r = NULL;
-        CHECK_EQ(batchfit_decide(ctx, &o, 2, &r), BATCHFIT_OK);
-        r->budget.known = 1;
-        r->budget.budget_bytes = (uint64_t)c.capacity;
-        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_E_MIN_DOES_NOT_FIT);
+        CHECK_EQ(search_in(ctx, &o, 2, &c, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
         for (unsigned i = 0; i < c.count; i++)
             CHECK(c.tried[i] >= 2);
         CHECK_EQ(r->batch_size, 0);
