@@ -39,13 +39,33 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o) $(BUILD)/tests/support.o
 RUNNER := $(BUILD)/tests/runner
 
-EXAMPLES := $(BUILD)/examples/sim_probe
+EXAMPLES := $(BUILD)/examples/sim_probe $(BUILD)/examples/trainer
 
-.PHONY: all lib test demo install uninstall clean examples
+CLI_SRC := $(wildcard programs/*.c)
+CLI_OBJ := $(CLI_SRC:programs/%.c=$(BUILD)/programs/%.o)
+CLI := $(BUILD)/batchfit
 
-all: lib examples
+TEST_PROGS := $(BUILD)/tests/childtool
+
+.PHONY: all lib cli test demo install uninstall clean examples
+
+all: lib cli examples
 
 lib: $(SHARED) $(STATIC)
+
+cli: $(CLI)
+
+# The CLI sees only the public header (-Iinclude, never -Ilib).
+$(BUILD)/programs/%.o: programs/%.c programs/cli.h include/batchfit.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(CLI): $(CLI_OBJ) $(STATIC)
+	$(CC) -o $@ $(CLI_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
+
+$(BUILD)/tests/childtool: tests/progs/childtool.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS)
 
 $(BUILD)/lib/%.o: lib/%.c lib/internal.h include/batchfit.h
 	@mkdir -p $(@D)
@@ -79,11 +99,14 @@ $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \
 	    -o $@ tests/runner.c $(TEST_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
 
-test: $(RUNNER) $(EXAMPLES)
+test: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
 	BATCHFIT_TEST_BUILD=$(BUILD) $(RUNNER)
 
-demo: $(EXAMPLES)
-	$(BUILD)/examples/sim_probe
+# The main job: the CLI probing the example trainer on host memory.
+DEMO_BUDGET ?= 58MiB
+demo: $(CLI) $(EXAMPLES)
+	$(CLI) probe --device host --memory-budget $(DEMO_BUDGET) --peak-spread 0% \
+	    -- $(BUILD)/examples/trainer --batch-size {batch} --steps 2
 
 $(BUILD)/libbatchfit.pc: libbatchfit.pc.in Makefile
 	@mkdir -p $(@D)

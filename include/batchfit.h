@@ -178,6 +178,10 @@ typedef struct batchfit_device_s batchfit_device;
  * exists in the spec's grammar but cannot be used here is still returned,
  * with batchfit_device_available() = 0 and a reason.
  *
+ *   "host"               system RAM (MemTotal/MemAvailable), for CPU training.
+ *   "cuda:N"             an NVIDIA GPU (reported unavailable until the NVIDIA
+ *                        backends exist in this build).
+ *
  * sim keys: capacity=SIZE (required), used=SIZE (memory already taken by
  * others, default 0), fixed=SIZE (the step's memory independent of the
  * batch: weights, optimizer state), per_sample=SIZE, granule=SIZE (every
@@ -422,6 +426,120 @@ typedef int (*batchfit_oracle_fn)(void *userdata, uint64_t batch, batchfit_trial
 BATCHFIT_API int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts,
                                  batchfit_oracle_fn oracle, void *oracle_userdata,
                                  batchfit_result *result);
+
+/* ------------------------------------------------------------------------ */
+/* Budget                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Settles result->budget from the device's free memory, opts->memory_budget,
+ * opts->vram_limit_bytes and the margin, as batchfit_probe does before it
+ * holds anything. For callers that run trials their own way (the CLI). */
+BATCHFIT_API int batchfit_settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
+                                        batchfit_device *device, batchfit_result *result);
+
+/* ------------------------------------------------------------------------ */
+/* Hyperparameters                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Reads the requested maximum from a JSON file holding an object with a
+ * top-level "max_batch_size" (a number, a string, or null; absent means 0,
+ * "the device decides"). "batch_size" is never read: it is an output.
+ * Errors name the file and say what is wrong (BATCHFIT_E_PARSE). */
+BATCHFIT_API int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path,
+                                               uint64_t *requested_out, char *err,
+                                               size_t err_len);
+
+/* ------------------------------------------------------------------------ */
+/* Out-of-memory signatures                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct batchfit_oom_table_s batchfit_oom_table;
+
+/* A table of out-of-memory signatures (POSIX extended regular expressions
+ * matched against each line a child prints), starting with the built-in rows. */
+BATCHFIT_API int batchfit_oom_table_create(batchfit_ctx *ctx, batchfit_oom_table **out);
+/* Adds a user pattern (--oom-pattern). BATCHFIT_E_PARSE if it does not
+ * compile; the message quotes it. */
+BATCHFIT_API int batchfit_oom_table_add(batchfit_oom_table *table, const char *regex);
+BATCHFIT_API void batchfit_oom_table_free(batchfit_oom_table *table);
+/* The source of the first row that matches the line ("PyTorch CUDA
+ * allocator", "user pattern ..."), or NULL when none does. */
+BATCHFIT_API const char *batchfit_oom_match(const batchfit_oom_table *table, const char *line);
+/* The built-in rows, for documentation and tests: i from 0 while it returns
+ * 1; source, pattern and an example line the row matches. */
+BATCHFIT_API int batchfit_oom_builtin(size_t i, const char **source, const char **pattern,
+                                      const char **example);
+
+/* ------------------------------------------------------------------------ */
+/* Child-process trials                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct batchfit_runner_s batchfit_runner;
+
+typedef enum batchfit_cgroups {
+    BATCHFIT_CGROUPS_AUTO = 0, /* a per-trial cgroup (v2, else v1) where one can be made */
+    BATCHFIT_CGROUPS_OFF = 1   /* never: wait4's rusage and sampling only */
+} batchfit_cgroups;
+
+typedef struct batchfit_runner_options {
+    size_t struct_size;          /* set by batchfit_runner_options_init */
+    const char *const *argv;     /* the command, NULL-terminated; "{batch}" in any argument
+                                    is replaced by the batch size, "{{" and "}}" are braces */
+    double timeout_seconds;      /* per trial; 0 = none */
+    double kill_grace_seconds;   /* SIGTERM, then SIGKILL after this (default 2) */
+    uint64_t budget_bytes;       /* the watchdog's threshold; 0 = no watchdog */
+    int watchdog;                /* stop a trial as soon as its memory passes the budget (default 1) */
+    int enforce;                 /* add a hard cap of enforce_bytes (cgroup limit, else RLIMIT_AS) */
+    uint64_t enforce_bytes;
+    int crash_is_oom;            /* count a crash under enforce near the cap as out of memory */
+    double sample_interval;      /* seconds between memory samples (default 0.02) */
+    const char *vram_limit_gb;   /* passed on as VRAM_LIMIT_GB when not NULL */
+    int show_output;             /* copy the child's output to our stderr */
+    batchfit_cgroups cgroups;
+    const batchfit_oom_table *oom; /* NULL = the built-in table */
+} batchfit_runner_options;
+
+BATCHFIT_API void batchfit_runner_options_init(batchfit_runner_options *opts);
+
+/* How one child trial ended, beyond the batchfit_trial it fills. */
+typedef struct batchfit_child_detail {
+    int exited;                  /* 1: exit_code is valid */
+    int exit_code;
+    int signal;                  /* the signal that ended it, 0 if none */
+    int timed_out;
+    int watchdog_stopped;
+    int oom_killed;              /* the kernel's OOM killer or a cgroup limit killed it */
+    int peak_known;
+    uint64_t peak_bytes;         /* the peak judged: cgroup peak, else sampled/rusage RSS */
+    uint64_t sampled_peak_bytes; /* the largest sample of the process tree's memory */
+    uint64_t rusage_peak_bytes;  /* wait4's ru_maxrss of the main process */
+    const char *peak_source;     /* "cgroup-v2 memory.peak", "cgroup-v1 ...", "rusage+sampling" */
+    char oom_signature[96];      /* the matching signature's source, "" if none */
+    char tail[2048];             /* the last lines of the child's output */
+} batchfit_child_detail;
+
+/* Validates the command template and detects how memory can be measured
+ * and capped here. BATCHFIT_E_INVALID_ARGUMENT for an empty command or an
+ * unbalanced brace (message quotes the argument). */
+BATCHFIT_API int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opts,
+                                        batchfit_runner **out);
+BATCHFIT_API void batchfit_runner_free(batchfit_runner *runner);
+/* 1 if some argument holds {batch}. */
+BATCHFIT_API int batchfit_runner_has_placeholder(const batchfit_runner *runner);
+/* The measuring and capping mechanisms in use, e.g.
+ * "peak: cgroup-v1 memory.max_usage_in_bytes; watchdog: sampling every 20 ms". */
+BATCHFIT_API const char *batchfit_runner_mechanisms(const batchfit_runner *runner);
+/* Runs the command once at batch in its own process group and classifies
+ * how it ended into *trial (detail may be NULL). Returns BATCHFIT_OK,
+ * BATCHFIT_E_ABORTED when batchfit_runner_interrupt() was called (the
+ * child's group is killed first), or BATCHFIT_E_TRIAL_ERROR when the
+ * command could not be started at all. No process of the trial outlives it. */
+BATCHFIT_API int batchfit_runner_trial(batchfit_runner *runner, uint64_t batch,
+                                       batchfit_trial *trial, batchfit_child_detail *detail);
+/* Async-signal-safe: asks a running (or the next) trial to stop. */
+BATCHFIT_API void batchfit_runner_interrupt(void);
+/* Clears a pending interrupt. */
+BATCHFIT_API void batchfit_runner_clear_interrupt(void);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,40 @@
  * backend's table of function pointers. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <string.h>
+
+static void none_destroy(batchfit_device *dev)
+{
+    (void)dev;
+}
+
+static int none_memory(batchfit_device *dev, uint64_t *total, uint64_t *free_bytes)
+{
+    (void)total;
+    (void)free_bytes;
+    return batchfit__fail(dev->ctx, BATCHFIT_E_NO_DEVICE, "%s", dev->reason);
+}
+
+static const batchfit_device_ops cuda_missing_ops = {
+    "cuda", none_destroy, none_memory, NULL, NULL, NULL, NULL, NULL,
+};
+
+/* A CUDA device is part of the spec grammar, but this build has no NVIDIA
+ * backend yet: the device exists and says so, and the caller falls back. */
+static int cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *dev)
+{
+    uint64_t n;
+    char err[BATCHFIT_ERRMSG_MAX];
+    if (strcmp(index, "0") != 0 &&
+        batchfit_parse_count(index, "cuda device index", 1024, &n, err, sizeof err) != 0)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "%s", err);
+    dev->ops = &cuda_missing_ops;
+    dev->available = 0;
+    snprintf(dev->reason, sizeof dev->reason,
+             "this build of batchfit has no NVIDIA (NVML/CUDA driver) backend yet");
+    return BATCHFIT_OK;
+}
 
 int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out)
 {
@@ -18,9 +51,14 @@ int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **
     int rc;
     if (strcmp(spec, "sim") == 0 || strncmp(spec, "sim:", 4) == 0) {
         rc = batchfit__sim_open(ctx, spec[3] ? spec + 4 : "", dev);
+    } else if (strcmp(spec, "host") == 0) {
+        rc = batchfit__host_open(ctx, dev);
+    } else if (strncmp(spec, "cuda:", 5) == 0) {
+        rc = cuda_open(ctx, spec + 5, dev);
     } else {
         rc = batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                            "unknown device \"%s\" (expected sim:KEY=VALUE,...)", spec);
+                            "unknown device \"%s\" (expected host, cuda:N or sim:KEY=VALUE,...)",
+                            spec);
     }
     if (rc) {
         batchfit_device_free(dev);

@@ -35,6 +35,8 @@ void batchfit__log(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt,
 /* Records the detail of a failure and returns code, so callers can write
  * `return batchfit__fail(ctx, CODE, "...")`. */
 int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...) BATCHFIT_PRINTF(3, 4);
+/* Copies src into dst of size bytes, truncating; always terminates. */
+void batchfit__copy(char *dst, size_t size, const char *src);
 /* snprintf into a caller's error buffer, tolerating NULL. */
 void batchfit__errf(char *err, size_t err_len, const char *fmt, ...) BATCHFIT_PRINTF(3, 4);
 
@@ -97,8 +99,52 @@ struct batchfit_device_s {
     void *backend;
 };
 
-/* device_sim.c */
+/* device_sim.c, device_host.c */
 int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *dev);
+int batchfit__host_open(batchfit_ctx *ctx, batchfit_device *dev);
+
+/* json.c: the top-level "max_batch_size" of a JSON text. */
+int batchfit__json_requested(const char *text, size_t len, const char *what, uint64_t *out,
+                             char *err, size_t err_len);
+
+/* template.c: "{batch}" placeholders. check validates an argument;
+ * expand writes it with the batch filled in (returns the length it needs,
+ * without the terminator, like snprintf). */
+int batchfit__template_check(const char *arg, int *has_placeholder, char *err, size_t err_len);
+size_t batchfit__template_expand(const char *arg, uint64_t batch, char *out, size_t out_len);
+
+/* proc.c: the kernel's accounting under /proc. */
+#define BATCHFIT__PIDSET_MAX 4096
+typedef struct batchfit__pidset {
+    unsigned count;
+    long pid[BATCHFIT__PIDSET_MAX];
+    unsigned long long start[BATCHFIT__PIDSET_MAX]; /* start time, against pid reuse */
+} batchfit__pidset;
+int batchfit__meminfo(uint64_t *total, uint64_t *available);
+int batchfit__self_rss(uint64_t *bytes);
+int batchfit__self_hwm(uint64_t *bytes);
+int batchfit__self_hwm_reset(void);
+/* Sums the RSS of root, its descendants, our own reparented orphans and
+ * every process already in seen (which grows with what is found). */
+int batchfit__proc_tree_rss(long root, batchfit__pidset *seen, uint64_t *rss_bytes);
+int batchfit__proc_alive(long pid, unsigned long long start);
+
+/* cgroup.c: per-trial cgroups for child processes. */
+#define BATCHFIT__CGROUP_PATH_MAX 1024
+typedef struct batchfit__cgroup {
+    int version;                           /* 0: none, 1 or 2 */
+    char parent[BATCHFIT__CGROUP_PATH_MAX]; /* where trial cgroups are made */
+    char path[BATCHFIT__CGROUP_PATH_MAX];   /* the current trial's cgroup, "" if none */
+    char why_not[256];                     /* why there is none */
+} batchfit__cgroup;
+int batchfit__cgroup_detect(batchfit__cgroup *cg);
+int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes);
+int batchfit__cgroup_join_self(const batchfit__cgroup *cg, const char *procs_file);
+int batchfit__cgroup_file(const batchfit__cgroup *cg, const char *name, char *out, size_t len);
+int batchfit__cgroup_usage(const batchfit__cgroup *cg, uint64_t *bytes);
+int batchfit__cgroup_peak(const batchfit__cgroup *cg, uint64_t *bytes);
+int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count);
+void batchfit__cgroup_destroy(batchfit__cgroup *cg);
 
 /* parse.c: a plain decimal number with optional fraction, no sign. */
 int batchfit__parse_decimal(const char *text, double *out, const char **end);

@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static void vlog(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, va_list ap)
     BATCHFIT_PRINTF(3, 0);
@@ -33,6 +34,17 @@ int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...)
     va_end(ap);
     batchfit__log(ctx, BATCHFIT_LOG_ERROR, "%s", ctx->last_error);
     return code;
+}
+
+void batchfit__copy(char *dst, size_t size, const char *src)
+{
+    if (size == 0)
+        return;
+    size_t n = strlen(src);
+    if (n >= size)
+        n = size - 1;
+    memmove(dst, src, n);
+    dst[n] = '\0';
 }
 
 void batchfit__errf(char *err, size_t err_len, const char *fmt, ...)

@@ -93,6 +93,9 @@ static int fallback(batchfit_ctx *ctx, const batchfit_options *opts, const char 
                                  why, (unsigned long long)size, from);
 }
 
+static int settle_budget(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
+                         batchfit_result *result);
+
 static int check_step(batchfit_ctx *ctx, const batchfit_step *step)
 {
     if (!step || step->struct_size != sizeof *step || !step->build || !step->run ||
@@ -100,6 +103,17 @@ static int check_step(batchfit_ctx *ctx, const batchfit_step *step)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "step: struct_size, build, run and release are required");
     return BATCHFIT_OK;
+}
+
+int batchfit_settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
+                           batchfit_device *device, batchfit_result *result)
+{
+    if (!ctx || !result || !device)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    int rc = batchfit__check_options(ctx, opts);
+    if (rc)
+        return rc;
+    return settle_budget(ctx, opts, device, result);
 }
 
 /* Settles usable memory, margin and budget from the device's free memory. */

@@ -1,0 +1,287 @@
+/* A small real trainer: a convolutional network (3x64x64 input, 3x3
+ * convolution to 8 channels, ReLU, 2x2 average pooling, a linear layer to
+ * 10 classes, softmax cross-entropy) trained with SGD on generated data
+ * whose labels come from a fixed "teacher" rule, so the loss really falls.
+ *
+ * Activations and gradients are allocated for the batch size, as a
+ * framework would; an allocation that fails is reported as
+ * "trainer: out of memory ..." with exit status 1.
+ *
+ * Usage: trainer --batch-size N [--steps S] [--seed K] [--lr X]
+ * The batch size may also come from BATCHFIT_BATCH_SIZE. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IN_C 3
+#define IN_H 64
+#define IN_W 64
+#define CONV_C 8
+#define POOL_H (IN_H / 2)
+#define POOL_W (IN_W / 2)
+#define FEATURES (CONV_C * POOL_H * POOL_W)
+#define CLASSES 10
+
+static void *checked_alloc(size_t count, size_t size, const char *what)
+{
+    if (size && count > SIZE_MAX / size) {
+        fprintf(stderr, "trainer: out of memory: %s needs more than SIZE_MAX bytes\n", what);
+        exit(1);
+    }
+    void *p = malloc(count * size);
+    if (!p) {
+        fprintf(stderr, "trainer: out of memory allocating %zu bytes for %s\n", count * size,
+                what);
+        exit(1);
+    }
+    return p;
+}
+
+static uint64_t rng_state;
+
+static double uniform(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+
+typedef struct model {
+    float conv_w[CONV_C][IN_C][3][3];
+    float conv_b[CONV_C];
+    float fc_w[CLASSES][FEATURES];
+    float fc_b[CLASSES];
+} model;
+
+typedef struct buffers {
+    float *input;   /* B x 3 x 32 x 32 */
+    int *labels;    /* B */
+    float *conv;    /* B x 8 x 32 x 32, after ReLU */
+    float *pooled;  /* B x 2048 */
+    float *logits;  /* B x 10 */
+    float *dpooled; /* B x 2048 */
+    float *dconv;   /* B x 8 x 32 x 32 */
+} buffers;
+
+/* The teacher: a fixed linear rule on the mean colour of four quadrants. */
+static int teacher_label(const float *img)
+{
+    double score[CLASSES] = {0};
+    for (int c = 0; c < IN_C; c++)
+        for (int y = 0; y < IN_H; y++)
+            for (int x = 0; x < IN_W; x++) {
+                int q = (y >= IN_H / 2) * 2 + (x >= IN_W / 2);
+                double v = img[(c * IN_H + y) * IN_W + x];
+                for (int k = 0; k < CLASSES; k++)
+                    score[k] += v * (((k + c + 3 * q) % 5) - 2.0);
+            }
+    int best = 0;
+    for (int k = 1; k < CLASSES; k++)
+        if (score[k] > score[best])
+            best = k;
+    return best;
+}
+
+static void make_batch(buffers *b, size_t batch)
+{
+    size_t per = (size_t)IN_C * IN_H * IN_W;
+    for (size_t i = 0; i < batch; i++) {
+        float *img = b->input + i * per;
+        for (size_t k = 0; k < per; k++)
+            img[k] = (float)(uniform() * 2.0 - 1.0);
+        b->labels[i] = teacher_label(img);
+    }
+}
+
+static double step(model *m, buffers *b, size_t batch, float lr)
+{
+    static float dconv_w[CONV_C][IN_C][3][3], dconv_b[CONV_C];
+    static float dfc_w[CLASSES][FEATURES], dfc_b[CLASSES];
+    memset(dconv_w, 0, sizeof dconv_w);
+    memset(dconv_b, 0, sizeof dconv_b);
+    memset(dfc_w, 0, sizeof dfc_w);
+    memset(dfc_b, 0, sizeof dfc_b);
+    double loss = 0.0;
+    for (size_t n = 0; n < batch; n++) {
+        const float *in = b->input + n * IN_C * IN_H * IN_W;
+        float *conv = b->conv + n * CONV_C * IN_H * IN_W;
+        float *pooled = b->pooled + n * FEATURES;
+        float *logits = b->logits + n * CLASSES;
+        /* Convolution (padding 1) and ReLU. */
+        for (int o = 0; o < CONV_C; o++)
+            for (int y = 0; y < IN_H; y++)
+                for (int x = 0; x < IN_W; x++) {
+                    float acc = m->conv_b[o];
+                    for (int c = 0; c < IN_C; c++)
+                        for (int dy = -1; dy <= 1; dy++)
+                            for (int dx = -1; dx <= 1; dx++) {
+                                int yy = y + dy, xx = x + dx;
+                                if (yy < 0 || yy >= IN_H || xx < 0 || xx >= IN_W)
+                                    continue;
+                                acc += m->conv_w[o][c][dy + 1][dx + 1] *
+                                       in[(c * IN_H + yy) * IN_W + xx];
+                            }
+                    conv[(o * IN_H + y) * IN_W + x] = acc > 0.0f ? acc : 0.0f;
+                }
+        /* 2x2 average pooling. */
+        for (int o = 0; o < CONV_C; o++)
+            for (int y = 0; y < POOL_H; y++)
+                for (int x = 0; x < POOL_W; x++) {
+                    const float *c0 = conv + (o * IN_H + 2 * y) * IN_W + 2 * x;
+                    pooled[(o * POOL_H + y) * POOL_W + x] =
+                        0.25f * (c0[0] + c0[1] + c0[IN_W] + c0[IN_W + 1]);
+                }
+        /* Linear layer and softmax cross-entropy. */
+        float max = -1e30f;
+        for (int k = 0; k < CLASSES; k++) {
+            float acc = m->fc_b[k];
+            for (int f = 0; f < FEATURES; f++)
+                acc += m->fc_w[k][f] * pooled[f];
+            logits[k] = acc;
+            if (acc > max)
+                max = acc;
+        }
+        double sum = 0.0;
+        for (int k = 0; k < CLASSES; k++)
+            sum += exp((double)(logits[k] - max));
+        loss += -((double)(logits[b->labels[n]] - max) - log(sum));
+        float *dpooled = b->dpooled + n * FEATURES;
+        memset(dpooled, 0, FEATURES * sizeof *dpooled);
+        for (int k = 0; k < CLASSES; k++) {
+            float g = (float)(exp((double)(logits[k] - max)) / sum) - (k == b->labels[n]);
+            g /= (float)batch;
+            dfc_b[k] += g;
+            for (int f = 0; f < FEATURES; f++) {
+                dfc_w[k][f] += g * pooled[f];
+                dpooled[f] += g * m->fc_w[k][f];
+            }
+        }
+        /* Back through pooling and ReLU into the convolution's weights. */
+        float *dconv = b->dconv + n * CONV_C * IN_H * IN_W;
+        for (int o = 0; o < CONV_C; o++)
+            for (int y = 0; y < IN_H; y++)
+                for (int x = 0; x < IN_W; x++) {
+                    int idx = (o * IN_H + y) * IN_W + x;
+                    float g = 0.25f * dpooled[(o * POOL_H + y / 2) * POOL_W + x / 2];
+                    dconv[idx] = conv[idx] > 0.0f ? g : 0.0f;
+                }
+        for (int o = 0; o < CONV_C; o++)
+            for (int y = 0; y < IN_H; y++)
+                for (int x = 0; x < IN_W; x++) {
+                    float g = dconv[(o * IN_H + y) * IN_W + x];
+                    if (g == 0.0f)
+                        continue;
+                    dconv_b[o] += g;
+                    for (int c = 0; c < IN_C; c++)
+                        for (int dy = -1; dy <= 1; dy++)
+                            for (int dx = -1; dx <= 1; dx++) {
+                                int yy = y + dy, xx = x + dx;
+                                if (yy < 0 || yy >= IN_H || xx < 0 || xx >= IN_W)
+                                    continue;
+                                dconv_w[o][c][dy + 1][dx + 1] += g * in[(c * IN_H + yy) * IN_W + xx];
+                            }
+                }
+    }
+    /* SGD. */
+    for (int o = 0; o < CONV_C; o++) {
+        m->conv_b[o] -= lr * dconv_b[o];
+        for (int c = 0; c < IN_C; c++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    m->conv_w[o][c][i][j] -= lr * dconv_w[o][c][i][j];
+    }
+    for (int k = 0; k < CLASSES; k++) {
+        m->fc_b[k] -= lr * dfc_b[k];
+        for (int f = 0; f < FEATURES; f++)
+            m->fc_w[k][f] -= lr * dfc_w[k][f];
+    }
+    return loss / (double)batch;
+}
+
+static int parse_positive(const char *text, const char *what, long *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v <= 0) {
+        fprintf(stderr, "trainer: %s: invalid value \"%s\": expected a positive integer\n", what,
+                text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long batch = 0, steps = 3, seed = 1;
+    double lr = 0.05;
+    const char *env = getenv("BATCHFIT_BATCH_SIZE");
+    if (env && parse_positive(env, "BATCHFIT_BATCH_SIZE", &batch) != 0)
+        return 2;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "--batch-size") == 0) {
+            if (parse_positive(argv[++i], "--batch-size", &batch) != 0)
+                return 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--steps") == 0) {
+            if (parse_positive(argv[++i], "--steps", &steps) != 0)
+                return 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
+            if (parse_positive(argv[++i], "--seed", &seed) != 0)
+                return 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--lr") == 0) {
+            lr = strtod(argv[++i], NULL);
+        } else {
+            fprintf(stderr, "usage: trainer --batch-size N [--steps S] [--seed K] [--lr X]\n");
+            return 2;
+        }
+    }
+    if (batch <= 0) {
+        fprintf(stderr, "trainer: no batch size (--batch-size N or BATCHFIT_BATCH_SIZE)\n");
+        return 2;
+    }
+    rng_state = 0x9E3779B97F4A7C15ull ^ (uint64_t)seed;
+    model *m = checked_alloc(1, sizeof *m, "the model");
+    for (int o = 0; o < CONV_C; o++) {
+        m->conv_b[o] = 0.0f;
+        for (int c = 0; c < IN_C; c++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    m->conv_w[o][c][i][j] = (float)((uniform() - 0.5) * 0.5);
+    }
+    for (int k = 0; k < CLASSES; k++) {
+        m->fc_b[k] = 0.0f;
+        for (int f = 0; f < FEATURES; f++)
+            m->fc_w[k][f] = (float)((uniform() - 0.5) * 0.05);
+    }
+    size_t n = (size_t)batch;
+    buffers b;
+    b.input = checked_alloc(n, sizeof(float) * IN_C * IN_H * IN_W, "the input batch");
+    b.labels = checked_alloc(n, sizeof(int), "the labels");
+    b.conv = checked_alloc(n, sizeof(float) * CONV_C * IN_H * IN_W, "the convolution activations");
+    b.pooled = checked_alloc(n, sizeof(float) * FEATURES, "the pooled activations");
+    b.logits = checked_alloc(n, sizeof(float) * CLASSES, "the logits");
+    b.dpooled = checked_alloc(n, sizeof(float) * FEATURES, "the pooled gradients");
+    b.dconv = checked_alloc(n, sizeof(float) * CONV_C * IN_H * IN_W, "the convolution gradients");
+    double first = 0.0, last = 0.0;
+    for (long s = 0; s < steps; s++) {
+        make_batch(&b, n);
+        last = step(m, &b, n, (float)lr);
+        if (s == 0)
+            first = last;
+        printf("step %ld loss %.4f\n", s + 1, last);
+        fflush(stdout);
+    }
+    printf("trained %ld steps at batch size %ld (loss %.4f -> %.4f)\n", steps, batch, first, last);
+    free(b.input);
+    free(b.labels);
+    free(b.conv);
+    free(b.pooled);
+    free(b.logits);
+    free(b.dpooled);
+    free(b.dconv);
+    free(m);
+    return 0;
+}

@@ -1,0 +1,277 @@
+/* Per-trial cgroups for child processes: detection (v2 with its memory
+ * controller, else v1's memory hierarchy, else none), creation under our
+ * own cgroup, the kernel's peak and OOM-kill accounting, a hard limit, and
+ * teardown. Every failure here leaves the caller on its fallback (rusage
+ * and sampling), never stuck. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int read_text(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    close(fd);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+static int read_u64_file(const char *path, uint64_t *out)
+{
+    char buf[64];
+    if (read_text(path, buf, sizeof buf) != 0)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (errno || end == buf)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Our own cgroup path for a hierarchy, from /proc/self/cgroup: the line
+ * "0::/path" for v2, "N:...memory...:/path" for v1. */
+static int own_cgroup(int version, char *path, size_t len)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f)
+        return -1;
+    char line[1024];
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        const char *controllers = c1 + 1;
+        int match = version == 2 ? strncmp(line, "0", 2) == 0 && controllers[0] == '\0'
+                                 : strstr(controllers, "memory") != NULL;
+        if (match) {
+            snprintf(path, len, "%s", c2 + 1);
+            found = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The mount point of a hierarchy, from /proc/self/mounts. */
+static int mount_point(int version, char *path, size_t len)
+{
+    FILE *f = fopen("/proc/self/mounts", "re");
+    if (!f)
+        return -1;
+    char dev[256], dir[512], type[64], opts[512];
+    int found = -1;
+    while (fscanf(f, "%255s %511s %63s %511s %*d %*d", dev, dir, type, opts) == 4) {
+        int match = version == 2 ? strcmp(type, "cgroup2") == 0
+                                 : strcmp(type, "cgroup") == 0 && strstr(opts, "memory") != NULL;
+        if (match) {
+            snprintf(path, len, "%s", dir);
+            found = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static int path_join(char *out, size_t len, const char *a, const char *b, const char *c)
+{
+    int n = snprintf(out, len, "%s%s%s", a, b, c);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Tries to make a test child cgroup under parent that has the memory
+ * files we need; removes it again. */
+static int probe_parent(int version, const char *parent, char *why, size_t why_len)
+{
+    char dir[BATCHFIT__CGROUP_PATH_MAX], file[BATCHFIT__CGROUP_PATH_MAX];
+    char leaf[64];
+    snprintf(leaf, sizeof leaf, "/batchfit-probe-%ld", (long)getpid());
+    if (path_join(dir, sizeof dir, parent, leaf, "") != 0)
+        return -1;
+    if (mkdir(dir, 0755) != 0) {
+        snprintf(why, why_len, "cannot create a cgroup under %s: %s", parent, strerror(errno));
+        return -1;
+    }
+    const char *needed = version == 2 ? "/memory.current" : "/memory.max_usage_in_bytes";
+    int ok = path_join(file, sizeof file, dir, needed, "") == 0 && file_exists(file);
+    if (!ok)
+        snprintf(why, why_len, "the memory controller is not enabled under %s", parent);
+    rmdir(dir);
+    return ok ? 0 : -1;
+}
+
+int batchfit__cgroup_detect(batchfit__cgroup *cg)
+{
+    memset(cg, 0, sizeof *cg);
+    char mount[512], own[512], why[256] = "";
+    /* v2 first: it is the future, and its memory.peak counts the whole tree. */
+    if (mount_point(2, mount, sizeof mount) == 0 && own_cgroup(2, own, sizeof own) == 0 &&
+        path_join(cg->parent, sizeof cg->parent, mount, own, "") == 0) {
+        char controllers[256] = "";
+        char file[BATCHFIT__CGROUP_PATH_MAX];
+        if (path_join(file, sizeof file, cg->parent, "/cgroup.controllers", "") == 0 &&
+            read_text(file, controllers, sizeof controllers) == 0 &&
+            strstr(controllers, "memory") != NULL) {
+            if (probe_parent(2, cg->parent, why, sizeof why) != 0 &&
+                path_join(file, sizeof file, cg->parent, "/cgroup.subtree_control", "") == 0)
+                write_text(file, "+memory");
+            if (probe_parent(2, cg->parent, why, sizeof why) == 0) {
+                cg->version = 2;
+                return 0;
+            }
+        } else if (!why[0]) {
+            snprintf(why, sizeof why, "cgroup v2 has no memory controller here");
+        }
+    }
+    if (mount_point(1, mount, sizeof mount) == 0 && own_cgroup(1, own, sizeof own) == 0 &&
+        path_join(cg->parent, sizeof cg->parent, mount, own, "") == 0 &&
+        probe_parent(1, cg->parent, why, sizeof why) == 0) {
+        cg->version = 1;
+        return 0;
+    }
+    cg->version = 0;
+    cg->parent[0] = '\0';
+    snprintf(cg->why_not, sizeof cg->why_not, "%s", why[0] ? why : "no cgroup memory hierarchy");
+    return -1;
+}
+
+int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes)
+{
+    static unsigned counter;
+    char leaf[64];
+    snprintf(leaf, sizeof leaf, "/batchfit-%ld-%u", (long)getpid(), ++counter);
+    if (path_join(cg->path, sizeof cg->path, cg->parent, leaf, "") != 0 ||
+        mkdir(cg->path, 0755) != 0) {
+        cg->path[0] = '\0';
+        return -1;
+    }
+    if (limit_bytes) {
+        char file[BATCHFIT__CGROUP_PATH_MAX], value[32];
+        snprintf(value, sizeof value, "%llu", (unsigned long long)limit_bytes);
+        const char *name = cg->version == 2 ? "/memory.max" : "/memory.limit_in_bytes";
+        if (path_join(file, sizeof file, cg->path, name, "") != 0 || write_text(file, value) != 0) {
+            rmdir(cg->path);
+            cg->path[0] = '\0';
+            return -1;
+        }
+        if (cg->version == 2 && path_join(file, sizeof file, cg->path, "/memory.swap.max", "") == 0)
+            write_text(file, "0");
+    }
+    return 0;
+}
+
+/* Joins the cgroup; called in the child between fork and exec, so it uses
+ * only async-signal-safe calls. */
+int batchfit__cgroup_join_self(const batchfit__cgroup *cg, const char *procs_file)
+{
+    (void)cg;
+    int fd = open(procs_file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, "0", 1);
+    close(fd);
+    return n == 1 ? 0 : -1;
+}
+
+int batchfit__cgroup_file(const batchfit__cgroup *cg, const char *name, char *out, size_t len)
+{
+    return path_join(out, len, cg->path, "/", name);
+}
+
+int batchfit__cgroup_usage(const batchfit__cgroup *cg, uint64_t *bytes)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX];
+    const char *name = cg->version == 2 ? "memory.current" : "memory.usage_in_bytes";
+    if (!cg->path[0] || batchfit__cgroup_file(cg, name, file, sizeof file) != 0)
+        return -1;
+    return read_u64_file(file, bytes);
+}
+
+int batchfit__cgroup_peak(const batchfit__cgroup *cg, uint64_t *bytes)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX];
+    const char *name = cg->version == 2 ? "memory.peak" : "memory.max_usage_in_bytes";
+    if (!cg->path[0] || batchfit__cgroup_file(cg, name, file, sizeof file) != 0)
+        return -1;
+    return read_u64_file(file, bytes);
+}
+
+/* The kernel's count of OOM kills in the cgroup (v2 memory.events, v1
+ * memory.oom_control, both "oom_kill N"). */
+int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX], text[1024];
+    const char *name = cg->version == 2 ? "memory.events" : "memory.oom_control";
+    if (!cg->path[0] || batchfit__cgroup_file(cg, name, file, sizeof file) != 0 ||
+        read_text(file, text, sizeof text) != 0)
+        return -1;
+    const char *p = strstr(text, "oom_kill ");
+    if (!p)
+        return -1;
+    *count = strtoull(p + 9, NULL, 10);
+    return 0;
+}
+
+/* Kills every process left in the cgroup, then removes it. */
+void batchfit__cgroup_destroy(batchfit__cgroup *cg)
+{
+    if (!cg->path[0])
+        return;
+    char file[BATCHFIT__CGROUP_PATH_MAX];
+    for (int attempt = 0; attempt < 200; attempt++) {
+        if (rmdir(cg->path) == 0 || errno == ENOENT)
+            break;
+        int any = 0;
+        if (batchfit__cgroup_file(cg, "cgroup.procs", file, sizeof file) == 0) {
+            FILE *f = fopen(file, "re");
+            long pid;
+            while (f && fscanf(f, "%ld", &pid) == 1) {
+                kill((pid_t)pid, SIGKILL);
+                any = 1;
+            }
+            if (f)
+                fclose(f);
+        }
+        (void)any;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    cg->path[0] = '\0';
+}

@@ -1,0 +1,682 @@
+/* Child-process trials: run a command once per batch size in its own
+ * process group (and cgroup where one can be made), watch its memory and
+ * output, and classify how it ended - fits, out of memory, or an error -
+ * with the peak memory the kernel saw. No process of a trial outlives it. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define LINE_MAX_KEEP 4096
+#define TAIL_LINES 12
+
+struct batchfit_runner_s {
+    batchfit_ctx *ctx;
+    batchfit_runner_options opts;
+    size_t argc;
+    int has_placeholder;
+    batchfit_oom_table *own_oom;
+    const batchfit_oom_table *oom;
+    batchfit__cgroup cg;
+    batchfit__pidset seen;
+    char mechanisms[512];
+};
+
+static volatile sig_atomic_t interrupt_requested;
+
+void batchfit_runner_interrupt(void)
+{
+    interrupt_requested = 1;
+}
+
+void batchfit_runner_clear_interrupt(void)
+{
+    interrupt_requested = 0;
+}
+
+void batchfit_runner_options_init(batchfit_runner_options *opts)
+{
+    if (!opts)
+        return;
+    *opts = (batchfit_runner_options){0};
+    opts->struct_size = sizeof *opts;
+    opts->kill_grace_seconds = 2.0;
+    opts->watchdog = 1;
+    opts->sample_interval = 0.02;
+    opts->cgroups = BATCHFIT_CGROUPS_AUTO;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opts,
+                           batchfit_runner **out)
+{
+    if (!ctx || !out)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!opts || opts->struct_size != sizeof *opts)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "runner options: not initialised with batchfit_runner_options_init()");
+    if (!opts->argv || !opts->argv[0] || !opts->argv[0][0])
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "no command to run");
+    if (!(opts->sample_interval > 0.0) || opts->timeout_seconds < 0.0 ||
+        opts->kill_grace_seconds < 0.0)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "runner options: intervals must be positive");
+    batchfit_runner *r = batchfit__calloc(&ctx->allocator, 1, sizeof *r);
+    if (!r)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
+    r->ctx = ctx;
+    r->opts = *opts;
+    for (r->argc = 0; opts->argv[r->argc]; r->argc++) {
+        char err[BATCHFIT_ERRMSG_MAX];
+        if (batchfit__template_check(opts->argv[r->argc], &r->has_placeholder, err, sizeof err)) {
+            batchfit__free(&ctx->allocator, r);
+            return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "%s", err);
+        }
+    }
+    r->oom = opts->oom;
+    if (!r->oom) {
+        int rc = batchfit_oom_table_create(ctx, &r->own_oom);
+        if (rc) {
+            batchfit__free(&ctx->allocator, r);
+            return rc;
+        }
+        r->oom = r->own_oom;
+    }
+    const char *peak = "rusage+sampling (no cgroup: ";
+    if (opts->cgroups == BATCHFIT_CGROUPS_AUTO && batchfit__cgroup_detect(&r->cg) == 0)
+        peak = r->cg.version == 2 ? "cgroup-v2 memory.peak" : "cgroup-v1 memory.max_usage_in_bytes";
+    else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
+        snprintf(r->cg.why_not, sizeof r->cg.why_not, "cgroups turned off");
+    int n = snprintf(r->mechanisms, sizeof r->mechanisms, "peak: %s%s%s; watchdog: %s",
+                     peak, r->cg.version ? "" : r->cg.why_not, r->cg.version ? "" : ")",
+                     opts->watchdog && opts->budget_bytes ? "sampling" : "off");
+    if (opts->watchdog && opts->budget_bytes)
+        n += snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n, " every %.0f ms",
+                      opts->sample_interval * 1000.0);
+    if (opts->enforce)
+        snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n, "; hard cap: %s",
+                 r->cg.version == 2   ? "cgroup-v2 memory.max"
+                 : r->cg.version == 1 ? "cgroup-v1 memory.limit_in_bytes"
+                                      : "RLIMIT_AS");
+    /* Orphaned grandchildren are reparented to us rather than to init, so
+     * they can be found, killed and reaped after their trial. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    *out = r;
+    return BATCHFIT_OK;
+}
+
+void batchfit_runner_free(batchfit_runner *runner)
+{
+    if (!runner)
+        return;
+    batchfit_oom_table_free(runner->own_oom);
+    batchfit__free(&runner->ctx->allocator, runner);
+}
+
+int batchfit_runner_has_placeholder(const batchfit_runner *runner)
+{
+    return runner ? runner->has_placeholder : 0;
+}
+
+const char *batchfit_runner_mechanisms(const batchfit_runner *runner)
+{
+    return runner ? runner->mechanisms : "";
+}
+
+/* Everything a trial allocates before fork, so the child only execs. */
+typedef struct launch {
+    char **argv;
+    char **envp;
+    char *strings;
+    char procs_file[BATCHFIT__CGROUP_PATH_MAX];
+} launch;
+
+static void launch_free(const batchfit_allocator *a, launch *l)
+{
+    batchfit__free(a, l->argv);
+    batchfit__free(a, l->envp);
+    batchfit__free(a, l->strings);
+}
+
+static int launch_build(batchfit_runner *r, uint64_t batch, launch *l)
+{
+    const batchfit_allocator *a = &r->ctx->allocator;
+    size_t env_count = 0;
+    while (environ && environ[env_count])
+        env_count++;
+    char batch_env[64], vram_env[96] = "";
+    snprintf(batch_env, sizeof batch_env, "BATCHFIT_BATCH_SIZE=%llu", (unsigned long long)batch);
+    if (r->opts.vram_limit_gb)
+        snprintf(vram_env, sizeof vram_env, "VRAM_LIMIT_GB=%s", r->opts.vram_limit_gb);
+    size_t total = strlen(batch_env) + strlen(vram_env) + 2;
+    for (size_t i = 0; i < r->argc; i++)
+        total += batchfit__template_expand(r->opts.argv[i], batch, NULL, 0) + 1;
+    l->argv = batchfit__calloc(a, r->argc + 1, sizeof *l->argv);
+    l->envp = batchfit__calloc(a, env_count + 3, sizeof *l->envp);
+    l->strings = batchfit__alloc(a, total);
+    if (!l->argv || !l->envp || !l->strings) {
+        launch_free(a, l);
+        return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY, "out of memory preparing a trial");
+    }
+    char *p = l->strings;
+    for (size_t i = 0; i < r->argc; i++) {
+        size_t len = batchfit__template_expand(r->opts.argv[i], batch, p, total);
+        l->argv[i] = p;
+        p += len + 1;
+    }
+    size_t e = 0;
+    for (size_t i = 0; i < env_count; i++) {
+        if (strncmp(environ[i], "BATCHFIT_BATCH_SIZE=", 20) == 0 ||
+            (r->opts.vram_limit_gb && strncmp(environ[i], "VRAM_LIMIT_GB=", 14) == 0))
+            continue;
+        l->envp[e++] = environ[i];
+    }
+    memcpy(p, batch_env, strlen(batch_env) + 1);
+    l->envp[e++] = p;
+    p += strlen(batch_env) + 1;
+    if (vram_env[0]) {
+        memcpy(p, vram_env, strlen(vram_env) + 1);
+        l->envp[e++] = p;
+    }
+    return BATCHFIT_OK;
+}
+
+/* In the child, between fork and exec: async-signal-safe calls only. */
+static void child_exec(const batchfit_runner *r, const launch *l, int out_fd, int err_pipe)
+{
+    setpgid(0, 0);
+    if (l->procs_file[0])
+        batchfit__cgroup_join_self(&r->cg, l->procs_file);
+    if (r->opts.enforce && !l->procs_file[0] && r->opts.enforce_bytes) {
+        struct rlimit lim = {(rlim_t)r->opts.enforce_bytes, (rlim_t)r->opts.enforce_bytes};
+        setrlimit(RLIMIT_AS, &lim);
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    dup2(out_fd, 1);
+    dup2(out_fd, 2);
+    close(out_fd);
+    environ = l->envp;
+    execvp(l->argv[0], l->argv);
+    int code = errno;
+    ssize_t ignored = write(err_pipe, &code, sizeof code);
+    (void)ignored;
+    _exit(127);
+}
+
+/* The child's output: scanned line by line for OOM signatures, its last
+ * lines kept for the report, optionally copied to our stderr. */
+typedef struct output {
+    char line[LINE_MAX_KEEP];
+    size_t line_len;
+    char tail[TAIL_LINES][256];
+    unsigned tail_next;
+    unsigned tail_count;
+    char oom_source[96];
+    char oom_line[256];
+    uint64_t tried_bytes; /* from "tried to allocate N" in an OOM message */
+} output;
+
+/* "tried to allocate 2.00 GiB" / "you tried to allocate 8589934592 bytes". */
+static uint64_t tried_to_allocate(const char *line)
+{
+    const char *p = strstr(line, "ried to allocate ");
+    if (!p)
+        return 0;
+    p += 17;
+    char text[64];
+    size_t n = 0;
+    while (p[n] && n < sizeof text - 1 && (p[n] == '.' || (p[n] >= '0' && p[n] <= '9')))
+        n++;
+    memcpy(text, p, n);
+    const char *unit = p + n;
+    while (*unit == ' ')
+        unit++;
+    size_t ulen = 0;
+    while (unit[ulen] && ulen < 5 && unit[ulen] != ' ' && unit[ulen] != '.' && unit[ulen] != ')')
+        ulen++;
+    if (ulen == 5 && strncmp(unit, "bytes", 5) == 0)
+        ulen = 0;
+    if (n + ulen >= sizeof text)
+        return 0;
+    memcpy(text + n, unit, ulen);
+    text[n + ulen] = '\0';
+    uint64_t bytes = 0;
+    return batchfit_parse_size(text, NULL, &bytes, NULL, 0) == BATCHFIT_OK ? bytes : 0;
+}
+
+static void output_line(const batchfit_runner *r, output *o)
+{
+    o->line[o->line_len] = '\0';
+    if (!o->oom_source[0]) {
+        const char *source = batchfit_oom_match(r->oom, o->line);
+        if (source) {
+            batchfit__copy(o->oom_source, sizeof o->oom_source, source);
+            batchfit__copy(o->oom_line, sizeof o->oom_line, o->line);
+        }
+    }
+    if (!o->tried_bytes && o->oom_source[0])
+        o->tried_bytes = tried_to_allocate(o->line);
+    batchfit__copy(o->tail[o->tail_next], sizeof o->tail[o->tail_next], o->line);
+    o->tail_next = (o->tail_next + 1) % TAIL_LINES;
+    if (o->tail_count < TAIL_LINES)
+        o->tail_count++;
+    o->line_len = 0;
+}
+
+static void output_feed(const batchfit_runner *r, output *o, const char *buf, size_t n)
+{
+    if (r->opts.show_output) {
+        ssize_t ignored = write(2, buf, n);
+        (void)ignored;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n') {
+            output_line(r, o);
+            continue;
+        }
+        if (o->line_len == LINE_MAX_KEEP - 1)
+            output_line(r, o);
+        o->line[o->line_len++] = buf[i] == '\r' ? ' ' : buf[i];
+    }
+}
+
+static void output_tail(const output *o, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    unsigned first = (o->tail_next + TAIL_LINES - o->tail_count) % TAIL_LINES;
+    for (unsigned k = 0; k < o->tail_count; k++) {
+        const char *line = o->tail[(first + k) % TAIL_LINES];
+        int w = snprintf(out + n, len - n, "%s\n", line);
+        if (w < 0 || (size_t)w >= len - n) {
+            /* Keep the most recent lines: drop from the front. */
+            size_t drop = strlen(out) / 2;
+            memmove(out, out + drop, strlen(out + drop) + 1);
+            n = strlen(out);
+            w = snprintf(out + n, len - n, "%s\n", line);
+            if (w < 0)
+                break;
+        }
+        n = strlen(out);
+    }
+}
+
+/* Reads what is available; returns 0 at end of file. */
+static int drain(const batchfit_runner *r, output *o, int fd)
+{
+    char buf[8192];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0) {
+            output_feed(r, o, buf, (size_t)n);
+            continue;
+        }
+        if (n == 0)
+            return 0;
+        return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
+    }
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGKILL:
+        return "SIGKILL";
+    case SIGSEGV:
+        return "SIGSEGV";
+    case SIGABRT:
+        return "SIGABRT";
+    case SIGBUS:
+        return "SIGBUS";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGINT:
+        return "SIGINT";
+    case SIGFPE:
+        return "SIGFPE";
+    case SIGILL:
+        return "SIGILL";
+    case SIGPIPE:
+        return "SIGPIPE";
+    }
+    return "a signal";
+}
+
+static void format_size(uint64_t bytes, char *buf, size_t len)
+{
+    double v = (double)bytes;
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    unsigned u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+}
+
+/* Kills whatever of the trial is still alive: the process group, the
+ * cgroup, and every descendant seen (checked by start time against pid
+ * reuse); then reaps what became our children. */
+static void kill_everything(batchfit_runner *r, pid_t pgid)
+{
+    kill(-pgid, SIGKILL);
+    for (unsigned i = 0; i < r->seen.count; i++)
+        if (batchfit__proc_alive(r->seen.pid[i], r->seen.start[i]))
+            kill((pid_t)r->seen.pid[i], SIGKILL);
+    batchfit__cgroup_destroy(&r->cg);
+    for (unsigned i = 0; i < r->seen.count; i++)
+        waitpid((pid_t)r->seen.pid[i], NULL, WNOHANG);
+}
+
+typedef struct watch {
+    double start;
+    double term_sent;
+    int timed_out;
+    int watchdog_stopped;
+    int interrupted;
+    int done;
+    int status;
+    struct rusage usage;
+    uint64_t sampled_peak;
+} watch;
+
+/* Samples the trial's memory with the same measure its peak is judged by:
+ * the cgroup's charge where there is a cgroup (resident shared libraries
+ * charged elsewhere do not count), else the process tree's RSS. The tree
+ * is walked either way, so every descendant is known for the cleanup. */
+static void sample_memory(batchfit_runner *r, pid_t pid, watch *w)
+{
+    uint64_t now = 0, tree = 0;
+    int have_tree = batchfit__proc_tree_rss(pid, &r->seen, &tree) == 0;
+    if (!(r->cg.path[0] && batchfit__cgroup_usage(&r->cg, &now) == 0) && have_tree)
+        now = tree;
+    if (now > w->sampled_peak)
+        w->sampled_peak = now;
+    if (!w->done && !w->watchdog_stopped && r->opts.watchdog && r->opts.budget_bytes &&
+        now > r->opts.budget_bytes) {
+        w->watchdog_stopped = 1;
+        kill(-pid, SIGKILL);
+    }
+}
+
+/* Runs the poll loop until the main process has ended and its output is read. */
+static void supervise(batchfit_runner *r, pid_t pid, int out_fd, output *o, watch *w)
+{
+    int open_fd = 1;
+    double drain_deadline = 0.0;
+    for (;;) {
+        double t = now_seconds();
+        double wait_s = r->opts.sample_interval;
+        if (r->opts.timeout_seconds > 0.0 && !w->timed_out) {
+            double left = w->start + r->opts.timeout_seconds - t;
+            if (left < wait_s)
+                wait_s = left > 0.0 ? left : 0.0;
+        }
+        struct pollfd pfd = {out_fd, POLLIN, 0};
+        int ready = open_fd ? poll(&pfd, 1, (int)(wait_s * 1000.0) + 1) : 0;
+        if (!open_fd) {
+            struct timespec ts = {0, (long)(wait_s * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        if (ready > 0 && open_fd)
+            open_fd = drain(r, o, out_fd);
+        if (!w->done)
+            sample_memory(r, pid, w);
+        if (!w->done) {
+            pid_t got = wait4(pid, &w->status, WNOHANG, &w->usage);
+            if (got == pid) {
+                w->done = 1;
+                /* The trial is its main process: whatever it left behind
+                 * goes now, so the pipe closes and nothing is orphaned. */
+                kill(-pid, SIGKILL);
+                drain_deadline = now_seconds() + 1.0;
+            }
+        }
+        t = now_seconds();
+        if (interrupt_requested && !w->interrupted) {
+            w->interrupted = 1;
+            kill(-pid, SIGKILL);
+        }
+        if (!w->done && r->opts.timeout_seconds > 0.0 && !w->timed_out &&
+            t >= w->start + r->opts.timeout_seconds) {
+            w->timed_out = 1;
+            w->term_sent = t;
+            kill(-pid, SIGTERM);
+        }
+        if (!w->done && w->timed_out && t >= w->term_sent + r->opts.kill_grace_seconds)
+            kill(-pid, SIGKILL);
+        if (w->done && (!open_fd || t >= drain_deadline))
+            break;
+    }
+}
+
+static void classify(batchfit_runner *r, const watch *w, const output *o, batchfit_trial *trial,
+                     batchfit_child_detail *d)
+{
+    char peak[32], limit[32];
+    d->exited = WIFEXITED(w->status);
+    d->exit_code = d->exited ? WEXITSTATUS(w->status) : 128 + WTERMSIG(w->status);
+    d->signal = WIFSIGNALED(w->status) ? WTERMSIG(w->status) : 0;
+    d->timed_out = w->timed_out;
+    d->watchdog_stopped = w->watchdog_stopped;
+    d->sampled_peak_bytes = w->sampled_peak;
+    d->rusage_peak_bytes = (uint64_t)w->usage.ru_maxrss * 1024;
+    uint64_t cg_peak = 0, kills = 0;
+    if (r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0) {
+        d->peak_bytes = cg_peak;
+        d->peak_source = r->cg.version == 2 ? "cgroup-v2 memory.peak"
+                                            : "cgroup-v1 memory.max_usage_in_bytes";
+    } else {
+        d->peak_bytes = w->sampled_peak > d->rusage_peak_bytes ? w->sampled_peak
+                                                               : d->rusage_peak_bytes;
+        d->peak_source = "rusage+sampling";
+    }
+    d->peak_known = d->peak_bytes > 0;
+    if (r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0 && kills > 0)
+        d->oom_killed = 1;
+    batchfit__copy(d->oom_signature, sizeof d->oom_signature, o->oom_source);
+    output_tail(o, d->tail, sizeof d->tail);
+
+    trial->peak_known = d->peak_known;
+    trial->peak_bytes = d->peak_bytes;
+    format_size(d->peak_bytes, peak, sizeof peak);
+    if (w->timed_out) {
+        trial->outcome = BATCHFIT_ERROR;
+        snprintf(trial->message, sizeof trial->message,
+                 "timed out after %g s (--timeout); its process group got SIGTERM, then SIGKILL",
+                 r->opts.timeout_seconds);
+        return;
+    }
+    if (w->watchdog_stopped) {
+        format_size(r->opts.budget_bytes, limit, sizeof limit);
+        trial->outcome = BATCHFIT_OOM;
+        trial->peak_bytes = w->sampled_peak;
+        trial->peak_known = 1;
+        format_size(w->sampled_peak, peak, sizeof peak);
+        snprintf(trial->message, sizeof trial->message,
+                 "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
+                 limit);
+        return;
+    }
+    if (o->oom_source[0]) {
+        trial->outcome = BATCHFIT_OOM;
+        /* What it had plus what it asked for is a lower bound on its need. */
+        trial->peak_bytes = w->sampled_peak + o->tried_bytes;
+        trial->peak_known = trial->peak_bytes > 0;
+        int room = (int)sizeof trial->message - 20 - (int)strlen(o->oom_source);
+        snprintf(trial->message, sizeof trial->message, "out of memory (%s): %.*s",
+                 o->oom_source, room > 0 ? room : 0, o->oom_line);
+        return;
+    }
+    if (d->signal == SIGKILL) {
+        trial->outcome = BATCHFIT_OOM;
+        trial->peak_known = 0;
+        snprintf(trial->message, sizeof trial->message,
+                 "killed by SIGKILL (status 137)%s",
+                 d->oom_killed ? ": the kernel killed it at the cgroup's memory limit"
+                               : ": the out-of-memory killer or a memory limit");
+        return;
+    }
+    if (d->signal) {
+        int near_cap = r->opts.enforce && r->opts.enforce_bytes &&
+                       (double)d->peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
+        trial->outcome = near_cap && r->opts.crash_is_oom ? BATCHFIT_OOM : BATCHFIT_ERROR;
+        if (near_cap) {
+            format_size(r->opts.enforce_bytes, limit, sizeof limit);
+            snprintf(trial->message, sizeof trial->message,
+                     "killed by signal %d (%s, status %d); its peak %s was within 10%% of the "
+                     "--enforce cap of %s: this looks like an unchecked allocation failing%s",
+                     d->signal, signal_name(d->signal), 128 + d->signal, peak, limit,
+                     r->opts.crash_is_oom ? " (counted as out of memory: --crash-is-oom)"
+                                          : " (--crash-is-oom counts it as out of memory)");
+        } else {
+            snprintf(trial->message, sizeof trial->message, "killed by signal %d (%s, status %d)",
+                     d->signal, signal_name(d->signal), 128 + d->signal);
+        }
+        if (trial->outcome == BATCHFIT_OOM)
+            trial->peak_known = 0;
+        return;
+    }
+    if (d->exit_code == 0) {
+        trial->outcome = BATCHFIT_FITS;
+        return;
+    }
+    trial->outcome = BATCHFIT_ERROR;
+    snprintf(trial->message, sizeof trial->message, "exited with status %d", d->exit_code);
+}
+
+static int pipe_cloexec(int fds[2])
+{
+    if (pipe(fds) != 0)
+        return -1;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+int batchfit_runner_trial(batchfit_runner *runner, uint64_t batch, batchfit_trial *trial,
+                          batchfit_child_detail *detail)
+{
+    if (!runner || !trial || batch == 0)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    batchfit_runner *r = runner;
+    batchfit_child_detail scratch;
+    batchfit_child_detail *d = detail ? detail : &scratch;
+    memset(d, 0, sizeof *d);
+    memset(trial, 0, sizeof *trial);
+    trial->batch = batch;
+    if (interrupt_requested)
+        return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED, "interrupted");
+
+    launch l;
+    memset(&l, 0, sizeof l);
+    int rc = launch_build(r, batch, &l);
+    if (rc)
+        return rc;
+    uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
+    if (r->cg.version && batchfit__cgroup_create(&r->cg, cap) == 0)
+        batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
+    int out_pipe[2], err_pipe[2];
+    if (pipe_cloexec(out_pipe) != 0) {
+        launch_free(&r->ctx->allocator, &l);
+        batchfit__cgroup_destroy(&r->cg);
+        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "pipe: %s", strerror(errno));
+    }
+    if (pipe_cloexec(err_pipe) != 0) {
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        launch_free(&r->ctx->allocator, &l);
+        batchfit__cgroup_destroy(&r->cg);
+        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "pipe: %s", strerror(errno));
+    }
+    r->seen.count = 0;
+    watch w;
+    memset(&w, 0, sizeof w);
+    w.start = now_seconds();
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(r, &l, out_pipe[1], err_pipe[1]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    if (pid < 0) {
+        int e = errno;
+        close(out_pipe[0]);
+        close(err_pipe[0]);
+        launch_free(&r->ctx->allocator, &l);
+        batchfit__cgroup_destroy(&r->cg);
+        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "fork: %s", strerror(e));
+    }
+    setpgid(pid, pid);
+    int exec_errno = 0;
+    ssize_t got = read(err_pipe[0], &exec_errno, sizeof exec_errno);
+    close(err_pipe[0]);
+    if (got == (ssize_t)sizeof exec_errno) {
+        waitpid(pid, NULL, 0);
+        close(out_pipe[0]);
+        batchfit__cgroup_destroy(&r->cg);
+        rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot run \"%s\": %s", l.argv[0],
+                            strerror(exec_errno));
+        trial->outcome = BATCHFIT_ERROR;
+        snprintf(trial->message, sizeof trial->message, "cannot run \"%s\": %s", l.argv[0],
+                 strerror(exec_errno));
+        launch_free(&r->ctx->allocator, &l);
+        return rc;
+    }
+    fcntl(out_pipe[0], F_SETFL, fcntl(out_pipe[0], F_GETFL) | O_NONBLOCK);
+    output *o = batchfit__calloc(&r->ctx->allocator, 1, sizeof *o);
+    if (!o) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        kill_everything(r, pid);
+        close(out_pipe[0]);
+        launch_free(&r->ctx->allocator, &l);
+        return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY, "out of memory watching a trial");
+    }
+    supervise(r, pid, out_pipe[0], o, &w);
+    close(out_pipe[0]);
+    trial->seconds = now_seconds() - w.start;
+    classify(r, &w, o, trial, d);
+    kill_everything(r, pid);
+    batchfit__free(&r->ctx->allocator, o);
+    launch_free(&r->ctx->allocator, &l);
+    if (w.interrupted)
+        return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED,
+                              "interrupted during the trial at batch size %llu",
+                              (unsigned long long)batch);
+    return BATCHFIT_OK;
+}

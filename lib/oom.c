@@ -1,0 +1,133 @@
+/* Out-of-memory signatures: a table of regular expressions, kept as data,
+ * matched against each line a child prints. The built-in rows come from
+ * shared/reference/gpu-and-oom.md; users add their own with --oom-pattern. */
+#include "internal.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct oom_row {
+    const char *source;
+    const char *pattern;
+    const char *example;
+} oom_row;
+
+static const oom_row builtin_rows[] = {
+    {"PyTorch CUDA allocator", "CUDA out of memory",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
+    {"PyTorch OutOfMemoryError", "(torch\\.|torch\\.cuda\\.)OutOfMemoryError",
+     "torch.cuda.OutOfMemoryError: CUDA error"},
+    {"PyTorch, older", "cuda runtime error \\(2\\) : out of memory",
+     "RuntimeError: cuda runtime error (2) : out of memory at THCStorage.cu:66"},
+    {"PyTorch, raw CUDA call", "CUDA error: out of memory",
+     "RuntimeError: CUDA error: out of memory"},
+    {"PyTorch on ROCm", "HIP out of memory", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 20.00 MiB"},
+    {"PyTorch CPU allocator", "DefaultCPUAllocator: can't allocate memory",
+     "RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't allocate "
+     "memory: you tried to allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)"},
+    {"cuBLAS", "CUBLAS_STATUS_ALLOC_FAILED",
+     "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"},
+    {"cuDNN", "CUDNN_STATUS_(ALLOC_FAILED|INTERNAL_ERROR_(HOST|DEVICE)_ALLOCATION_FAILED)",
+     "cuDNN error: CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED"},
+    {"cuDNN under memory pressure", "CUDNN_STATUS_NOT_SUPPORTED",
+     "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed "
+     "in a non-contiguous input."},
+    {"JAX / XLA", "RESOURCE_EXHAUSTED: Out of memory",
+     "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+     "allocate 1073741824 bytes."},
+    {"TensorFlow", "ResourceExhaustedError|OOM when allocating tensor",
+     "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
+     "with shape[4096,4096]"},
+    {"Python MemoryError", "(^|[^A-Za-z_])MemoryError\\b", "MemoryError: Unable to allocate 8.00 GiB"},
+    {"C++ allocation failure", "std::bad_alloc",
+     "terminate called after throwing an instance of 'std::bad_alloc'"},
+    {"C library ENOMEM", "Cannot allocate memory", "mmap: Cannot allocate memory"},
+    {"out of memory (CUDA C programs, generic)", "[Oo]ut of memory",
+     "[CUDA ERROR] train.cu:42: out of memory"},
+};
+
+#define BUILTIN_COUNT (sizeof builtin_rows / sizeof builtin_rows[0])
+#define USER_MAX 32
+
+struct batchfit_oom_table_s {
+    batchfit_ctx *ctx;
+    regex_t compiled[BUILTIN_COUNT + USER_MAX];
+    char sources[BUILTIN_COUNT + USER_MAX][96];
+    size_t count;
+};
+
+int batchfit_oom_builtin(size_t i, const char **source, const char **pattern, const char **example)
+{
+    if (i >= BUILTIN_COUNT)
+        return 0;
+    if (source)
+        *source = builtin_rows[i].source;
+    if (pattern)
+        *pattern = builtin_rows[i].pattern;
+    if (example)
+        *example = builtin_rows[i].example;
+    return 1;
+}
+
+void batchfit_oom_table_free(batchfit_oom_table *table)
+{
+    if (!table)
+        return;
+    for (size_t i = 0; i < table->count; i++)
+        regfree(&table->compiled[i]);
+    batchfit__free(&table->ctx->allocator, table);
+}
+
+int batchfit_oom_table_create(batchfit_ctx *ctx, batchfit_oom_table **out)
+{
+    if (!ctx || !out)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    *out = NULL;
+    batchfit_oom_table *t = batchfit__calloc(&ctx->allocator, 1, sizeof *t);
+    if (!t)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating the OOM table");
+    t->ctx = ctx;
+    for (size_t i = 0; i < BUILTIN_COUNT; i++) {
+        if (regcomp(&t->compiled[i], builtin_rows[i].pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+            batchfit_oom_table_free(t);
+            return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY,
+                                  "could not compile the built-in OOM pattern \"%s\"",
+                                  builtin_rows[i].pattern);
+        }
+        snprintf(t->sources[i], sizeof t->sources[i], "%s", builtin_rows[i].source);
+        t->count++;
+    }
+    *out = t;
+    return BATCHFIT_OK;
+}
+
+int batchfit_oom_table_add(batchfit_oom_table *table, const char *regex)
+{
+    if (!table || !regex)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (table->count == BUILTIN_COUNT + USER_MAX)
+        return batchfit__fail(table->ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "--oom-pattern: at most %d patterns", USER_MAX);
+    int rc = regcomp(&table->compiled[table->count], regex, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char why[128];
+        regerror(rc, &table->compiled[table->count], why, sizeof why);
+        return batchfit__fail(table->ctx, BATCHFIT_E_PARSE,
+                              "--oom-pattern: invalid regular expression \"%s\": %s", regex, why);
+    }
+    snprintf(table->sources[table->count], sizeof table->sources[table->count],
+             "user pattern \"%.70s\"", regex);
+    table->count++;
+    return BATCHFIT_OK;
+}
+
+const char *batchfit_oom_match(const batchfit_oom_table *table, const char *line)
+{
+    if (!table || !line)
+        return NULL;
+    for (size_t i = 0; i < table->count; i++)
+        if (regexec(&table->compiled[i], line, 0, NULL, 0) == 0)
+            return table->sources[i];
+    return NULL;
+}

@@ -1,0 +1,78 @@
+/* batchfit: find the largest batch size that fits, by measuring it.
+ * Subcommands: probe, info. */
+#include "cli.h"
+
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: batchfit probe [options] -- COMMAND [ARGS...]   find the largest batch size\n"
+            "       batchfit probe --device sim:SPEC [options]      probe a simulated device\n"
+            "       batchfit info [--json]                          devices and backends\n"
+            "       batchfit --version | --help\n"
+            "\n"
+            "`batchfit probe --help` lists the probe's options.\n");
+}
+
+int cli_exit_code(int code, int interrupted)
+{
+    if (interrupted)
+        return EXIT_INTERRUPTED;
+    switch (code) {
+    case BATCHFIT_OK:
+        return EXIT_FOUND;
+    case BATCHFIT_E_INVALID_ARGUMENT:
+    case BATCHFIT_E_PARSE:
+        return EXIT_USAGE;
+    case BATCHFIT_E_MIN_DOES_NOT_FIT:
+    case BATCHFIT_E_TRIAL_LIMIT:
+        return EXIT_MIN_DOES_NOT_FIT;
+    case BATCHFIT_E_TRIAL_ERROR:
+        return EXIT_TRIAL_ERROR;
+    case BATCHFIT_E_NO_DEVICE:
+    case BATCHFIT_E_DEVICE:
+        return EXIT_NO_DEVICE;
+    case BATCHFIT_E_ABORTED:
+        return EXIT_INTERRUPTED;
+    }
+    return EXIT_INTERNAL;
+}
+
+void cli_format_bytes(double bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    unsigned u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("batchfit %s\n", batchfit_version_string());
+        if (batchfit_version_number() != BATCHFIT_VERSION_NUMBER)
+            fprintf(stderr, "batchfit: warning: built against libbatchfit %s, running %s\n",
+                    BATCHFIT_VERSION_STRING, batchfit_version_string());
+        return EXIT_FOUND;
+    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return EXIT_FOUND;
+    }
+    if (strcmp(cmd, "probe") == 0)
+        return cli_probe(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0)
+        return cli_info(argc - 1, argv + 1);
+    fprintf(stderr, "batchfit: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,49 @@
+/* Shared declarations of the batchfit command line. The CLI is built on the
+ * public header alone. */
+#ifndef BATCHFIT_CLI_H
+#define BATCHFIT_CLI_H
+
+#include <batchfit.h>
+
+#include <stdio.h>
+
+/* Exit codes (DESIGN.md). */
+enum {
+    EXIT_FOUND = 0,
+    EXIT_INTERNAL = 1,
+    EXIT_USAGE = 2,
+    EXIT_MIN_DOES_NOT_FIT = 3,
+    EXIT_TRIAL_ERROR = 4,
+    EXIT_NO_DEVICE = 5,
+    EXIT_INTERRUPTED = 130
+};
+
+int cli_probe(int argc, char **argv);
+int cli_info(int argc, char **argv);
+
+/* Maps a library code to the CLI's exit code. */
+int cli_exit_code(int code, int interrupted);
+
+/* "1.50 GiB" */
+void cli_format_bytes(double bytes, char *buf, size_t len);
+
+/* A JSON writer over a FILE: it places commas and escapes strings. */
+typedef struct json_writer {
+    FILE *f;
+    int depth;
+    int need_comma[32];
+} json_writer;
+
+void jw_begin(json_writer *w, FILE *f);
+void jw_object(json_writer *w, const char *key);
+void jw_array(json_writer *w, const char *key);
+void jw_end_object(json_writer *w);
+void jw_end_array(json_writer *w);
+void jw_string(json_writer *w, const char *key, const char *value); /* NULL value: null */
+void jw_u64(json_writer *w, const char *key, unsigned long long value);
+void jw_i64(json_writer *w, const char *key, long long value);
+void jw_double(json_writer *w, const char *key, double value);
+void jw_bool(json_writer *w, const char *key, int value);
+void jw_null(json_writer *w, const char *key);
+
+#endif
