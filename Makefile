@@ -63,9 +63,17 @@ $(BUILD)/programs/%.o: programs/%.c programs/cli.h include/batchfit.h
 $(CLI): $(CLI_OBJ) $(STATIC)
 	$(CC) -o $@ $(CLI_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
 
+# Programs that stand for the user's training commands are built without the
+# sanitizers: they must crash, allocate and report as a plain program does.
+PLAIN_CFLAGS := $(WARNINGS) $(CPPFLAGS_ALL) $(CFLAGS)
+
 $(BUILD)/tests/childtool: tests/progs/childtool.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS)
+	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(LDFLAGS)
+
+$(BUILD)/examples/trainer: examples/trainer.c
+	@mkdir -p $(@D)
+	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(LDFLAGS) -lm
 
 $(BUILD)/lib/%.o: lib/%.c lib/internal.h include/batchfit.h
 	@mkdir -p $(@D)
@@ -100,7 +108,7 @@ $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	    -o $@ tests/runner.c $(TEST_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
 
 test: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
-	BATCHFIT_TEST_BUILD=$(BUILD) $(RUNNER)
+	BATCHFIT_TEST_BUILD=$(abspath $(BUILD)) $(RUNNER)
 
 # The main job: the CLI probing the example trainer on host memory.
 DEMO_BUDGET ?= 58MiB

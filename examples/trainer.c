@@ -7,7 +7,9 @@
  * framework would; an allocation that fails is reported as
  * "trainer: out of memory ..." with exit status 1.
  *
- * Usage: trainer --batch-size N [--steps S] [--seed K] [--lr X]
+ * Usage: trainer --batch-size N [--steps S] [--channels C] [--seed K] [--lr X]
+ * (--channels sets the convolution's width, 8 by default: memory and work
+ * per sample grow with it.)
  * The batch size may also come from BATCHFIT_BATCH_SIZE. */
 #include <math.h>
 #include <stdint.h>
@@ -18,11 +20,13 @@
 #define IN_C 3
 #define IN_H 64
 #define IN_W 64
-#define CONV_C 8
 #define POOL_H (IN_H / 2)
 #define POOL_W (IN_W / 2)
-#define FEATURES (CONV_C * POOL_H * POOL_W)
 #define CLASSES 10
+
+static int conv_c = 8; /* CONV_C: the convolution's output channels */
+#define CONV_C conv_c
+#define FEATURES (conv_c * POOL_H * POOL_W)
 
 static void *checked_alloc(size_t count, size_t size, const char *what)
 {
@@ -49,12 +53,16 @@ static double uniform(void)
     return (double)(rng_state >> 11) * 0x1.0p-53;
 }
 
+/* Parameters and their gradients, laid out flat. */
 typedef struct model {
-    float conv_w[CONV_C][IN_C][3][3];
-    float conv_b[CONV_C];
-    float fc_w[CLASSES][FEATURES];
+    float *conv_w; /* [CONV_C][IN_C][3][3] */
+    float *conv_b; /* [CONV_C] */
+    float *fc_w;   /* [CLASSES][FEATURES] */
     float fc_b[CLASSES];
 } model;
+
+#define CONV_W(w, o, c, i, j) (w)[(((size_t)(o) * IN_C + (c)) * 3 + (i)) * 3 + (j)]
+#define FC_W(w, k, f) (w)[(size_t)(k) * FEATURES + (f)]
 
 typedef struct buffers {
     float *input;   /* B x 3 x 32 x 32 */
@@ -96,14 +104,14 @@ static void make_batch(buffers *b, size_t batch)
     }
 }
 
-static double step(model *m, buffers *b, size_t batch, float lr)
+static double step(model *m, model *grad, buffers *b, size_t batch, float lr)
 {
-    static float dconv_w[CONV_C][IN_C][3][3], dconv_b[CONV_C];
-    static float dfc_w[CLASSES][FEATURES], dfc_b[CLASSES];
-    memset(dconv_w, 0, sizeof dconv_w);
-    memset(dconv_b, 0, sizeof dconv_b);
-    memset(dfc_w, 0, sizeof dfc_w);
-    memset(dfc_b, 0, sizeof dfc_b);
+    float *dconv_w = grad->conv_w, *dconv_b = grad->conv_b, *dfc_w = grad->fc_w;
+    float *dfc_b = grad->fc_b;
+    memset(dconv_w, 0, sizeof(float) * CONV_C * IN_C * 9);
+    memset(dconv_b, 0, sizeof(float) * CONV_C);
+    memset(dfc_w, 0, sizeof(float) * CLASSES * FEATURES);
+    memset(dfc_b, 0, sizeof(float) * CLASSES);
     double loss = 0.0;
     for (size_t n = 0; n < batch; n++) {
         const float *in = b->input + n * IN_C * IN_H * IN_W;
@@ -121,7 +129,7 @@ static double step(model *m, buffers *b, size_t batch, float lr)
                                 int yy = y + dy, xx = x + dx;
                                 if (yy < 0 || yy >= IN_H || xx < 0 || xx >= IN_W)
                                     continue;
-                                acc += m->conv_w[o][c][dy + 1][dx + 1] *
+                                acc += CONV_W(m->conv_w, o, c, dy + 1, dx + 1) *
                                        in[(c * IN_H + yy) * IN_W + xx];
                             }
                     conv[(o * IN_H + y) * IN_W + x] = acc > 0.0f ? acc : 0.0f;
@@ -139,7 +147,7 @@ static double step(model *m, buffers *b, size_t batch, float lr)
         for (int k = 0; k < CLASSES; k++) {
             float acc = m->fc_b[k];
             for (int f = 0; f < FEATURES; f++)
-                acc += m->fc_w[k][f] * pooled[f];
+                acc += FC_W(m->fc_w, k, f) * pooled[f];
             logits[k] = acc;
             if (acc > max)
                 max = acc;
@@ -155,8 +163,8 @@ static double step(model *m, buffers *b, size_t batch, float lr)
             g /= (float)batch;
             dfc_b[k] += g;
             for (int f = 0; f < FEATURES; f++) {
-                dfc_w[k][f] += g * pooled[f];
-                dpooled[f] += g * m->fc_w[k][f];
+                FC_W(dfc_w, k, f) += g * pooled[f];
+                dpooled[f] += g * FC_W(m->fc_w, k, f);
             }
         }
         /* Back through pooling and ReLU into the convolution's weights. */
@@ -181,7 +189,8 @@ static double step(model *m, buffers *b, size_t batch, float lr)
                                 int yy = y + dy, xx = x + dx;
                                 if (yy < 0 || yy >= IN_H || xx < 0 || xx >= IN_W)
                                     continue;
-                                dconv_w[o][c][dy + 1][dx + 1] += g * in[(c * IN_H + yy) * IN_W + xx];
+                                CONV_W(dconv_w, o, c, dy + 1, dx + 1) +=
+                                    g * in[(c * IN_H + yy) * IN_W + xx];
                             }
                 }
     }
@@ -191,12 +200,12 @@ static double step(model *m, buffers *b, size_t batch, float lr)
         for (int c = 0; c < IN_C; c++)
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 3; j++)
-                    m->conv_w[o][c][i][j] -= lr * dconv_w[o][c][i][j];
+                    CONV_W(m->conv_w, o, c, i, j) -= lr * CONV_W(dconv_w, o, c, i, j);
     }
     for (int k = 0; k < CLASSES; k++) {
         m->fc_b[k] -= lr * dfc_b[k];
         for (int f = 0; f < FEATURES; f++)
-            m->fc_w[k][f] -= lr * dfc_w[k][f];
+            FC_W(m->fc_w, k, f) -= lr * FC_W(dfc_w, k, f);
     }
     return loss / (double)batch;
 }
@@ -217,7 +226,7 @@ static int parse_positive(const char *text, const char *what, long *out)
 int main(int argc, char **argv)
 {
     long batch = 0, steps = 3, seed = 1;
-    double lr = 0.05;
+    double lr = 0.0; /* 0: 0.2 / channels, since the gradient grows with the width */
     const char *env = getenv("BATCHFIT_BATCH_SIZE");
     if (env && parse_positive(env, "BATCHFIT_BATCH_SIZE", &batch) != 0)
         return 2;
@@ -228,13 +237,19 @@ int main(int argc, char **argv)
         } else if (i + 1 < argc && strcmp(argv[i], "--steps") == 0) {
             if (parse_positive(argv[++i], "--steps", &steps) != 0)
                 return 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--channels") == 0) {
+            long c;
+            if (parse_positive(argv[++i], "--channels", &c) != 0 || c > 1024)
+                return 2;
+            conv_c = (int)c;
         } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
             if (parse_positive(argv[++i], "--seed", &seed) != 0)
                 return 2;
         } else if (i + 1 < argc && strcmp(argv[i], "--lr") == 0) {
             lr = strtod(argv[++i], NULL);
         } else {
-            fprintf(stderr, "usage: trainer --batch-size N [--steps S] [--seed K] [--lr X]\n");
+            fprintf(stderr,
+                    "usage: trainer --batch-size N [--steps S] [--channels C] [--seed K] [--lr X]\n");
             return 2;
         }
     }
@@ -242,19 +257,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "trainer: no batch size (--batch-size N or BATCHFIT_BATCH_SIZE)\n");
         return 2;
     }
+    if (lr <= 0.0)
+        lr = 0.2 / conv_c;
     rng_state = 0x9E3779B97F4A7C15ull ^ (uint64_t)seed;
-    model *m = checked_alloc(1, sizeof *m, "the model");
+    model params, grads;
+    model *m = &params;
+    model *models[2] = {&params, &grads};
+    for (int k = 0; k < 2; k++) {
+        models[k]->conv_w = checked_alloc((size_t)CONV_C * IN_C * 9, sizeof(float), "the model");
+        models[k]->conv_b = checked_alloc((size_t)CONV_C, sizeof(float), "the model");
+        models[k]->fc_w = checked_alloc((size_t)CLASSES * FEATURES, sizeof(float), "the model");
+    }
     for (int o = 0; o < CONV_C; o++) {
         m->conv_b[o] = 0.0f;
         for (int c = 0; c < IN_C; c++)
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 3; j++)
-                    m->conv_w[o][c][i][j] = (float)((uniform() - 0.5) * 0.5);
+                    CONV_W(m->conv_w, o, c, i, j) = (float)((uniform() - 0.5) * 0.5);
     }
     for (int k = 0; k < CLASSES; k++) {
         m->fc_b[k] = 0.0f;
         for (int f = 0; f < FEATURES; f++)
-            m->fc_w[k][f] = (float)((uniform() - 0.5) * 0.05);
+            FC_W(m->fc_w, k, f) = (float)((uniform() - 0.5) * 0.05);
     }
     size_t n = (size_t)batch;
     buffers b;
@@ -268,7 +292,7 @@ int main(int argc, char **argv)
     double first = 0.0, last = 0.0;
     for (long s = 0; s < steps; s++) {
         make_batch(&b, n);
-        last = step(m, &b, n, (float)lr);
+        last = step(m, &grads, &b, n, (float)lr);
         if (s == 0)
             first = last;
         printf("step %ld loss %.4f\n", s + 1, last);
@@ -282,6 +306,10 @@ int main(int argc, char **argv)
     free(b.logits);
     free(b.dpooled);
     free(b.dconv);
-    free(m);
+    for (int k = 0; k < 2; k++) {
+        free(models[k]->conv_w);
+        free(models[k]->conv_b);
+        free(models[k]->fc_w);
+    }
     return 0;
 }

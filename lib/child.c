@@ -399,8 +399,12 @@ static void kill_everything(batchfit_runner *r, pid_t pgid)
         if (batchfit__proc_alive(r->seen.pid[i], r->seen.start[i]))
             kill((pid_t)r->seen.pid[i], SIGKILL);
     batchfit__cgroup_destroy(&r->cg);
+    /* Those that were reparented to us are our children now: reap them
+     * (waitpid fails at once with ECHILD for any that are not). */
     for (unsigned i = 0; i < r->seen.count; i++)
-        waitpid((pid_t)r->seen.pid[i], NULL, WNOHANG);
+        if (r->seen.pid[i] != pgid)
+            while (waitpid((pid_t)r->seen.pid[i], NULL, 0) < 0 && errno == EINTR)
+                ;
 }
 
 typedef struct watch {

@@ -42,9 +42,9 @@ size_t batchfit__template_expand(const char *arg, uint64_t batch, char *out, siz
             len = (size_t)nd;
             p += 6;
         }
-        if (out && n + len < out_len)
-            memcpy(out + n, piece, len);
-        n += len;
+        for (size_t k = 0; k < len; k++, n++)
+            if (out && n + 1 < out_len)
+                out[n] = piece[k];
     }
     if (out && out_len)
         out[n < out_len ? n : out_len - 1] = '\0';

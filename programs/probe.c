@@ -85,7 +85,25 @@ static void print_help(FILE *f)
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", options[i].name, options[i].arg ? " " : "",
                  options[i].arg ? options[i].arg : "");
-        fprintf(f, "  %-26s %s\n", left, options[i].help);
+        fprintf(f, "  %-26s ", left);
+        /* Wrap the description at 80 columns under its own column. */
+        const char *h = options[i].help;
+        while (*h) {
+            size_t room = 80 - 29, len = strlen(h);
+            if (len > room) {
+                len = room;
+                while (len > 0 && h[len] != ' ')
+                    len--;
+                if (len == 0)
+                    len = room;
+            }
+            fprintf(f, "%.*s\n", (int)len, h);
+            h += len;
+            while (*h == ' ')
+                h++;
+            if (*h)
+                fprintf(f, "%29s", "");
+        }
     }
     fprintf(f, "\nexit status: 0 found, 2 bad usage or input (nothing run), 3 even the minimum "
                "does not fit,\n4 a trial failed with an error that is not out-of-memory, 5 no "

@@ -1,1 +1,168 @@
-int main(void){return 0;}
+/* A child program for the tests: each mode ends the way a real training
+ * command can end, so the runner and the CLI are tested on real processes.
+ *
+ *   exit N                       exit with status N
+ *   print TEXT [stdout] [N]      print TEXT (to stderr, or stdout) and exit N (default 1)
+ *   signal segv|abort|kill|term  die by that signal
+ *   hang [PIDFILE] [ignore-term] write our pid, then sleep until killed
+ *   grandchildren N PIDFILE      fork N sleeping grandchildren (half in new sessions),
+ *                                write their pids, exit 0
+ *   flood MIB                    write MIB MiB of text to stdout, exit 0
+ *   alloc MIB                    allocate and touch MIB MiB, hold it 100 ms, exit 0
+ *   grow PER_SAMPLE_KIB [FIXED_KIB]  allocate FIXED + batch * PER_SAMPLE (batch from
+ *                                BATCHFIT_BATCH_SIZE), print "out of memory" if malloc fails
+ *   unchecked MIB                allocate 1 MiB blocks without checking, writing each
+ *   touch FILE                   create FILE, exit 0
+ *   env NAME                     print NAME=value of an environment variable, exit 0
+ *   args ...                     print each argument on its own line, exit 0 */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void write_pid(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return;
+    fprintf(f, "%ld\n", (long)getpid());
+    fclose(f);
+}
+
+/* Writes go through a volatile pointer so no compiler may drop the
+ * allocation: the memory must really be resident. */
+static char *touch_alloc(size_t bytes)
+{
+    char *p = malloc(bytes);
+    if (!p)
+        return NULL;
+    volatile char *v = p;
+    for (size_t i = 0; i < bytes; i += 4096)
+        v[i] = (char)i;
+    if (bytes)
+        v[bytes - 1] = 1;
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "childtool: no mode\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    if (strcmp(mode, "exit") == 0 && argc > 2)
+        return atoi(argv[2]);
+    if (strcmp(mode, "print") == 0 && argc > 2) {
+        int to_stdout = argc > 3 && strcmp(argv[3], "stdout") == 0;
+        int code = argc > 3 + to_stdout ? atoi(argv[3 + to_stdout]) : 1;
+        fprintf(to_stdout ? stdout : stderr, "some earlier line\n%s\n", argv[2]);
+        return code;
+    }
+    if (strcmp(mode, "signal") == 0 && argc > 2) {
+        fprintf(stderr, "about to die by %s\n", argv[2]);
+        fflush(stderr);
+        if (strcmp(argv[2], "segv") == 0)
+            raise(SIGSEGV);
+        if (strcmp(argv[2], "abort") == 0)
+            abort();
+        if (strcmp(argv[2], "kill") == 0)
+            raise(SIGKILL);
+        if (strcmp(argv[2], "term") == 0)
+            raise(SIGTERM);
+        return 3;
+    }
+    if (strcmp(mode, "hang") == 0) {
+        if (argc > 3 && strcmp(argv[3], "ignore-term") == 0)
+            signal(SIGTERM, SIG_IGN);
+        if (argc > 2)
+            write_pid(argv[2]);
+        for (;;)
+            pause();
+    }
+    if (strcmp(mode, "grandchildren") == 0 && argc > 3) {
+        int n = atoi(argv[2]);
+        for (int i = 0; i < n; i++) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                if (i % 2)
+                    setsid();
+                write_pid(argv[3]);
+                for (;;)
+                    pause();
+            }
+        }
+        sleep_ms(200);
+        return 0;
+    }
+    if (strcmp(mode, "flood") == 0 && argc > 2) {
+        long mib = atol(argv[2]);
+        char line[128];
+        memset(line, 'x', sizeof line - 1);
+        line[sizeof line - 1] = '\n';
+        for (long i = 0; i < mib * 8192; i++)
+            fwrite(line, 1, sizeof line, stdout);
+        printf("done\n");
+        return 0;
+    }
+    if (strcmp(mode, "alloc") == 0 && argc > 2) {
+        char *p = touch_alloc((size_t)atol(argv[2]) << 20);
+        if (!p) {
+            fprintf(stderr, "childtool: out of memory\n");
+            return 1;
+        }
+        sleep_ms(100);
+        free(p);
+        return 0;
+    }
+    if (strcmp(mode, "grow") == 0 && argc > 2) {
+        const char *b = getenv("BATCHFIT_BATCH_SIZE");
+        long batch = b ? atol(b) : 1;
+        size_t bytes = ((size_t)atol(argv[2]) * (size_t)batch + (argc > 3 ? (size_t)atol(argv[3]) : 0)) << 10;
+        char *p = touch_alloc(bytes);
+        if (!p) {
+            fprintf(stderr, "childtool: out of memory allocating %zu bytes\n", bytes);
+            return 1;
+        }
+        sleep_ms(60);
+        free(p);
+        return 0;
+    }
+    if (strcmp(mode, "unchecked") == 0 && argc > 2) {
+        long mib = atol(argv[2]);
+        for (long i = 0; i < mib; i++) {
+            volatile char *p = malloc(1 << 20);
+            /* Crashes when malloc fails, as unchecked code does. */
+            for (size_t k = 0; k < (1 << 20); k += 4096)
+                p[k] = 1;
+        }
+        return 0;
+    }
+    if (strcmp(mode, "touch") == 0 && argc > 2) {
+        FILE *f = fopen(argv[2], "w");
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    if (strcmp(mode, "env") == 0 && argc > 2) {
+        const char *v = getenv(argv[2]);
+        printf("%s=%s\n", argv[2], v ? v : "(unset)");
+        return 0;
+    }
+    if (strcmp(mode, "args") == 0) {
+        for (int i = 2; i < argc; i++)
+            printf("arg: %s\n", argv[i]);
+        return 0;
+    }
+    fprintf(stderr, "childtool: unknown mode %s\n", mode);
+    return 2;
+}

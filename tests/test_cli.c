@@ -1,0 +1,538 @@
+/* The batchfit command line, driven as a user drives it: the real binary on
+ * real child programs, checking exit codes, stdout, stderr and the JSON. */
+#include "test.h"
+
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *bin(void)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/batchfit", test_build_dir());
+    return path;
+}
+
+static const char *tool(void)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/tests/childtool", test_build_dir());
+    return path;
+}
+
+typedef struct run {
+    int status; /* exit code, or 128 + signal */
+    char out[65536];
+    char err[65536];
+    pid_t pid;
+} run;
+
+/* Starts batchfit with args (NULL-terminated) and env (NAME=VALUE or NULL). */
+static int start(run *r, const char *const *args, const char *env, int *out_fd, int *err_fd)
+{
+    int o[2], e[2];
+    if (pipe(o) != 0 || pipe(e) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(o[1], 1);
+        dup2(e[1], 2);
+        close(o[0]);
+        close(e[0]);
+        if (env)
+            putenv((char *)env);
+        const char *argv[64];
+        argv[0] = bin();
+        int n = 1;
+        for (; args[n - 1] && n < 63; n++)
+            argv[n] = args[n - 1];
+        argv[n] = NULL;
+        execv(bin(), (char *const *)argv);
+        _exit(127);
+    }
+    close(o[1]);
+    close(e[1]);
+    r->pid = pid;
+    *out_fd = o[0];
+    *err_fd = e[0];
+    return 0;
+}
+
+static void finish(run *r, int out_fd, int err_fd)
+{
+    size_t no = 0, ne = 0;
+    struct pollfd p[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+    int open_fds = 2;
+    while (open_fds) {
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP)))
+                continue;
+            char *buf = i ? r->err : r->out;
+            size_t *n = i ? &ne : &no;
+            size_t cap = (i ? sizeof r->err : sizeof r->out) - 1;
+            char scratch[4096];
+            ssize_t got = read(p[i].fd, *n < cap ? buf + *n : scratch,
+                               *n < cap ? cap - *n : sizeof scratch);
+            if (got <= 0) {
+                close(p[i].fd);
+                p[i].fd = -1;
+                open_fds--;
+            } else if (*n < cap) {
+                *n += (size_t)got;
+            }
+        }
+    }
+    r->out[no] = '\0';
+    r->err[ne] = '\0';
+    int status;
+    waitpid(r->pid, &status, 0);
+    r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int cli(run *r, const char *const *args, const char *env)
+{
+    int o, e;
+    if (start(r, args, env, &o, &e) != 0)
+        return -1;
+    finish(r, o, e);
+    return r->status;
+}
+
+static const char *last_line(const char *text)
+{
+    static char line[256];
+    size_t len = strlen(text);
+    while (len && text[len - 1] == '\n')
+        len--;
+    size_t start = len;
+    while (start && text[start - 1] != '\n')
+        start--;
+    snprintf(line, sizeof line, "%.*s", (int)(len - start), text + start);
+    return line;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    static char buf[1 << 18];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Valid JSON, checked by the library's own strict reader. */
+static int valid_json(const char *text)
+{
+    uint64_t v;
+    return batchfit__json_requested(text, strlen(text), "export", &v, NULL, 0) == BATCHFIT_OK;
+}
+
+static unsigned long long json_number(const char *json, const char *key)
+{
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
+    const char *p = strstr(json, pattern);
+    return p ? strtoull(p + strlen(pattern), NULL, 10) : 0;
+}
+
+/* A number in the "result" object of an exported JSON document. */
+static unsigned long long result_number(const char *json, const char *key)
+{
+    const char *result = json ? strstr(json, "\"result\": {") : NULL;
+    return result ? json_number(result, key) : 0;
+}
+
+static unsigned count(const char *text, const char *needle)
+{
+    unsigned n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+TEST(cli_version_and_help)
+{
+    run r;
+    const char *version[] = {"--version", NULL};
+    CHECK_EQ(cli(&r, version, NULL), 0);
+    CHECK_STR(r.out, "batchfit " BATCHFIT_VERSION_STRING "\n");
+    const char *help[] = {"probe", "--help", NULL};
+    CHECK_EQ(cli(&r, help, NULL), 0);
+    CHECK_CONTAINS(r.out, "--vram-limit-gb X");
+    CHECK_CONTAINS(r.out, "VRAM_LIMIT_GB");
+    const char *none[] = {NULL};
+    CHECK_EQ(cli(&r, none, NULL), 2);
+    const char *unknown[] = {"frobnicate", NULL};
+    CHECK_EQ(cli(&r, unknown, NULL), 2);
+    CHECK_CONTAINS(r.err, "unknown command \"frobnicate\"");
+}
+
+/* Every option --help lists is in the man page, and the man page has no other. */
+TEST(cli_man_page_matches_help)
+{
+    run r;
+    const char *help[] = {"probe", "--help", NULL};
+    CHECK_EQ(cli(&r, help, NULL), 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/doc/batchfit.1", test_source_dir());
+    char *man = read_file(path);
+    CHECK(man != NULL);
+    /* Undo troff's escaped hyphens. */
+    char *w = man;
+    for (const char *p = man; *p; p++) {
+        if (p[0] == '\\' && p[1] == '-')
+            continue;
+        *w++ = *p;
+    }
+    *w = '\0';
+    unsigned options = 0;
+    for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, "  --", 4) != 0)
+            continue;
+        char name[64];
+        size_t len = strcspn(line + 2, " \n");
+        snprintf(name, sizeof name, ".B %.*s", (int)len, line + 2);
+        CHECK_CONTAINS(man, name);
+        options++;
+    }
+    CHECK(options >= 26);
+    CHECK_EQ(count(man, ".TP\n.B --"), options);
+}
+
+TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
+{
+    static const struct {
+        const char *flag;
+        const char *value;
+        const char *expect;
+    } bad[] = {
+        {"--min", "0", "--min"},
+        {"--min", "x", "--min"},
+        {"--max", "-1", "--max"},
+        {"--max", "abc", "\"abc\""},
+        {"--samples", "0", "--samples"},
+        {"--multiple-of", "0", "--multiple-of"},
+        {"--margin", "12XB", "--margin"},
+        {"--margin", "100%", "--margin"},
+        {"--vram-limit-gb", "-1", "--vram-limit-gb"},
+        {"--vram-limit-gb", "nan", "--vram-limit-gb"},
+        {"--memory-budget", "0", "--memory-budget"},
+        {"--memory-budget", "lots", "--memory-budget"},
+        {"--device", "tpu:0", "--device"},
+        {"--device", "sim:capacity=1GiB,colour=red", "colour"},
+        {"--strategy", "fast", "--strategy"},
+        {"--max-trials", "0", "--max-trials"},
+        {"--timeout", "-3", "--timeout"},
+        {"--timeout", "abc", "--timeout"},
+        {"--sample-interval", "0", "--sample-interval"},
+        {"--oom-pattern", "(unclosed", "--oom-pattern"},
+        {"--style", "fancy", "--style"},
+        {"--peak-spread", "60%", "--peak-spread"},
+        {"--hyperparameters", "/nonexistent/hp.json", "--hyperparameters"},
+        {"--frobnicate", NULL, "unknown option --frobnicate"},
+        {"--min", NULL, "--min needs a value"},
+    };
+    char marker[256];
+    snprintf(marker, sizeof marker, "/tmp/batchfit-test-%ld-marker", (long)getpid());
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        unlink(marker);
+        run r;
+        const char *args[12];
+        int n = 0;
+        args[n++] = "probe";
+        args[n++] = "--device";
+        args[n++] = "host";
+        args[n++] = bad[i].flag;
+        if (bad[i].value)
+            args[n++] = bad[i].value;
+        if (!bad[i].value && strcmp(bad[i].flag, "--min") == 0) {
+            args[n] = NULL; /* the flag is the last word */
+        } else {
+            args[n++] = "--";
+            args[n++] = tool();
+            args[n++] = "touch";
+            args[n++] = marker;
+            args[n] = NULL;
+        }
+        CHECK_EQ(cli(&r, args, NULL), 2);
+        CHECK_CONTAINS(r.err, bad[i].expect);
+        CHECK(access(marker, F_OK) != 0);
+    }
+    run r;
+    const char *args[] = {"probe", "--device", "host", "--", tool(), "touch", marker, NULL};
+    CHECK_EQ(cli(&r, args, "VRAM_LIMIT_GB=plenty"), 2);
+    CHECK_CONTAINS(r.err, "environment variable VRAM_LIMIT_GB");
+    CHECK(access(marker, F_OK) != 0);
+    const char *missing[] = {"probe", "--device", "host", "--", "/nonexistent/train", NULL};
+    CHECK_EQ(cli(&r, missing, NULL), 2);
+    CHECK_CONTAINS(r.err, "command not found");
+    const char *nocommand[] = {"probe", "--device", "host", NULL};
+    CHECK_EQ(cli(&r, nocommand, NULL), 2);
+    CHECK_CONTAINS(r.err, "no COMMAND");
+    const char *badtemplate[] = {"probe", "--device", "host", "--", tool(), "{bs}", NULL};
+    CHECK_EQ(cli(&r, badtemplate, NULL), 2);
+    CHECK_CONTAINS(r.err, "{bs}");
+}
+
+/* One trial at batch 1 (--min 1 --max 1) ending each way a command can end. */
+TEST(cli_outcomes_and_exit_codes)
+{
+    static const struct {
+        const char *mode[4];
+        int exit_code;
+        const char *stdout_last;
+        const char *stderr_has;
+    } rows[] = {
+        {{"exit", "0", NULL}, 0, "batch_size=1", "batch size 1"},
+        {{"print", "torch.OutOfMemoryError: CUDA out of memory.", "1", NULL}, 3, "",
+         "does not fit"},
+        {{"print", "RESOURCE_EXHAUSTED: Out of memory while trying", "stdout", "0"}, 3, "",
+         "JAX / XLA"},
+        {{"signal", "kill", NULL}, 3, "", "SIGKILL"},
+        {{"signal", "segv", NULL}, 4, "", "about to die by segv"},
+        {{"signal", "abort", NULL}, 4, "", "SIGABRT"},
+        {{"print", "KeyError: 'labels'", "3", NULL}, 4, "", "  | KeyError: 'labels'"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *args[16] = {"probe", "--device", "host", "--memory-budget", "1GiB", "--min",
+                                "1", "--max", "1", "--", tool()};
+        int n = 11;
+        for (int k = 0; k < 4 && rows[i].mode[k]; k++)
+            args[n++] = rows[i].mode[k];
+        args[n] = NULL;
+        run r;
+        CHECK_EQ(cli(&r, args, NULL), rows[i].exit_code);
+        CHECK_STR(last_line(r.out), rows[i].stdout_last);
+        CHECK_CONTAINS(r.err, rows[i].stderr_has);
+        if (rows[i].exit_code == 4)
+            CHECK_CONTAINS(r.err, "--show-output");
+    }
+    run r;
+    const char *timeout[] = {"probe", "--device", "host", "--min", "1", "--max", "1", "--timeout",
+                             "0.3", "--", tool(), "hang", NULL};
+    CHECK_EQ(cli(&r, timeout, NULL), 4);
+    CHECK_CONTAINS(r.err, "timed out after 0.3 s");
+}
+
+TEST(cli_finds_the_maximum_and_exports_json)
+{
+    char json_path[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld.json", (long)getpid());
+    unlink(json_path);
+    /* 4 MiB + 1 MiB per sample against 128.5 MiB (122.1 MiB after the 5%
+     * margin, so the boundary lies well inside one sample), measured by the
+     * kernel. */
+    const char *args[] = {"probe",        "--device", "host", "--memory-budget", "128.5MiB",
+                          "--peak-spread", "0%",     "--export-json", json_path, "--",
+                          tool(),         "grow",     "1024", "4096", NULL};
+    run r;
+    CHECK_EQ(cli(&r, args, NULL), 0);
+    const char *answer = last_line(r.out);
+    CHECK(strncmp(answer, "batch_size=", 11) == 0);
+    unsigned long long batch = strtoull(answer + 11, NULL, 10);
+    /* The program's own baseline is under a few MiB: the answer is just below 118. */
+    CHECK(batch >= 110 && batch <= 118);
+    CHECK_CONTAINS(r.err, "no {batch} in the command");
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"schema_version\": 1");
+    CHECK_CONTAINS(json, "\"kind\": \"host\"");
+    CHECK_CONTAINS(json, "\"strategy\": \"model\"");
+    CHECK_CONTAINS(json, "\"mechanisms\": \"peak: ");
+    CHECK_EQ(result_number(json, "batch_size"), batch);
+    unsigned long long usable = (128u << 20) + (1u << 19);
+    CHECK_EQ(json_number(json, "budget_bytes"), usable - (unsigned long long)((double)usable * 0.05));
+    unsigned trials = (unsigned)result_number(json, "trials");
+    CHECK(trials >= 2 && trials <= 6);
+    CHECK_EQ(count(json, "\"outcome\": "), trials);
+    CHECK_CONTAINS(json, "\"fit\": {");
+    CHECK_CONTAINS(json, "\"interrupted\": false");
+    CHECK(access(json_path, F_OK) == 0);
+    unlink(json_path);
+
+    /* The same size with bisection, in more trials; JSON on stdout. */
+    const char *bisect[] = {"probe",  "--device", "host", "--memory-budget", "128.5MiB",
+                            "--peak-spread", "0%", "--strategy", "bisect", "--max", "4096",
+                            "--quiet", "--export-json", "-", "--", tool(), "grow", "1024", "4096",
+                            NULL};
+    CHECK_EQ(cli(&r, bisect, NULL), 0);
+    CHECK(valid_json(r.out));
+    CHECK_EQ(result_number(r.out, "batch_size"), batch);
+    CHECK(result_number(r.out, "trials") > trials);
+    CHECK_STR(r.err, "");
+}
+
+TEST(cli_hyperparameters_and_minimum)
+{
+    char hp[256];
+    snprintf(hp, sizeof hp, "/tmp/batchfit-test-%ld-hp.json", (long)getpid());
+    FILE *f = fopen(hp, "w");
+    CHECK(f != NULL);
+    fputs("{\"max_batch_size\": 5, \"batch_size\": 1000}\n", f);
+    fclose(f);
+    run r;
+    const char *args[] = {"probe", "--device", "host", "--hyperparameters", hp, "--",
+                          tool(), "exit", "0", "{batch}", NULL};
+    CHECK_EQ(cli(&r, args, NULL), 0);
+    CHECK_STR(last_line(r.out), "batch_size=5");
+    f = fopen(hp, "w");
+    fputs("{\"batch_size\": 1000, \"max_batch_size\": null}\n", f);
+    fclose(f);
+    const char *bounded[] = {"probe", "--device", "host", "--hyperparameters", hp, "--samples",
+                             "300", "--", tool(), "exit", "0", "{batch}", NULL};
+    CHECK_EQ(cli(&r, bounded, NULL), 0);
+    CHECK_STR(last_line(r.out), "batch_size=300");
+    unlink(hp);
+
+    const char *minimum[] = {"probe", "--device", "host", "--max", "1", "--min", "2", "--",
+                             tool(), "exit", "0", "{batch}", NULL};
+    CHECK_EQ(cli(&r, minimum, NULL), 0);
+    CHECK_CONTAINS(r.err, "requested max_batch_size=1 is below the step's minimum of 2; using 2");
+    CHECK_STR(last_line(r.out), "batch_size=2");
+
+    const char *pow2[] = {"probe", "--device", "host", "--power-of-two", "--max", "300", "--quiet",
+                          "--", tool(), "exit", "0", "{batch}", NULL};
+    CHECK_EQ(cli(&r, pow2, NULL), 0);
+    CHECK_STR(r.out, "batch_size=300\n");
+}
+
+TEST(cli_devices_and_info)
+{
+    run r;
+    const char *cuda[] = {"probe", "--device", "cuda:0", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, cuda, NULL), 5);
+    CHECK_CONTAINS(r.err, "no usable device");
+    CHECK_CONTAINS(r.err, "NVIDIA");
+    const char *autodev[] = {"probe", "--max", "4", "--", tool(), "exit", "0", "{batch}", NULL};
+    CHECK_EQ(cli(&r, autodev, NULL), 0);
+    CHECK_CONTAINS(r.err, "device host (auto: no usable NVIDIA GPU");
+    const char *sim[] = {"probe", "--device",
+                         "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB,granule=2MiB", NULL};
+    CHECK_EQ(cli(&r, sim, NULL), 0);
+    CHECK_STR(last_line(r.out), "batch_size=436"); /* (76 - 12) GiB / 150 MiB */
+    const char *simcmd[] = {"probe", "--device", "sim:capacity=1GiB", "--", tool(), "exit", "0",
+                            NULL};
+    CHECK_EQ(cli(&r, simcmd, NULL), 2);
+    CHECK_CONTAINS(r.err, "takes no COMMAND");
+    const char *info[] = {"info", NULL};
+    CHECK_EQ(cli(&r, info, NULL), 0);
+    CHECK_CONTAINS(r.out, "host  available");
+    CHECK_CONTAINS(r.out, "cuda  unavailable: ");
+    CHECK_CONTAINS(r.out, "--device auto picks: host");
+    const char *info_json[] = {"info", "--json", NULL};
+    CHECK_EQ(cli(&r, info_json, NULL), 0);
+    CHECK(valid_json(r.out));
+    CHECK_CONTAINS(r.out, "\"auto\": \"host\"");
+    CHECK_CONTAINS(r.out, "\"available\": false");
+}
+
+TEST(cli_interrupt_writes_json_and_exits_130)
+{
+    char pidfile[256], json_path[256];
+    snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-int.pid", (long)getpid());
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-int.json", (long)getpid());
+    unlink(pidfile);
+    unlink(json_path);
+    const char *args[] = {"probe", "--device", "host", "--export-json", json_path, "--",
+                          tool(), "hang", pidfile, NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start(&r, args, NULL, &o, &e), 0);
+    long child = 0;
+    for (int i = 0; i < 500 && !child; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &child) != 1)
+                child = 0;
+            fclose(f);
+        }
+        if (!child) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    CHECK(child > 0);
+    kill(r.pid, SIGINT);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 130);
+    CHECK_CONTAINS(r.err, "interrupted");
+    /* The hung child is gone (at most a zombie of a reaper). */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", child);
+    FILE *st = fopen(path, "r");
+    if (st) {
+        char buf[512];
+        size_t n = fread(buf, 1, sizeof buf - 1, st);
+        buf[n] = '\0';
+        fclose(st);
+        char *p = strrchr(buf, ')');
+        CHECK(p && (p[2] == 'Z' || p[2] == 'X'));
+    }
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"interrupted\": true");
+    CHECK_CONTAINS(json, "\"exit_code\": 130");
+    unlink(pidfile);
+    unlink(json_path);
+}
+
+/* The example trainer (32 channels: ~1.4 MiB a sample, far above the
+ * kernel's accounting noise of ~0.1 MiB) under a host budget whose boundary
+ * lies mid-way between two batch sizes: the model strategy finds
+ * bisection's answer in at most 4 trials. */
+TEST(cli_example_trainer_model_matches_bisect)
+{
+    char trainer[1024], json_path[256];
+    snprintf(trainer, sizeof trainer, "%s/examples/trainer", test_build_dir());
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-cal.json", (long)getpid());
+    double peak[2];
+    const char *sizes[2] = {"20", "80"};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"probe", "--device", "host", "--memory-budget", "1GiB", "--min",
+                              sizes[i], "--max", sizes[i], "--quiet", "--export-json", json_path,
+                              "--", trainer, "--batch-size", "{batch}", "--steps", "1",
+                              "--channels", "32", NULL};
+        run r;
+        CHECK_EQ(cli(&r, args, NULL), 0);
+        peak[i] = (double)json_number(read_file(json_path), "peak_bytes");
+        CHECK(peak[i] > 0);
+    }
+    unlink(json_path);
+    double per_sample = (peak[1] - peak[0]) / 60.0;
+    CHECK(per_sample > 1.2e6 && per_sample < 1.8e6); /* ~1.4 MiB a sample */
+    double budget = peak[1] + per_sample * 20.5; /* the boundary: 100.5 */
+    char budget_text[64];
+    snprintf(budget_text, sizeof budget_text, "%.0f", budget / 0.95);
+    unsigned long long answers[2], trials[2];
+    const char *strategies[2] = {"model", "bisect"};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"probe", "--device", "host", "--memory-budget", budget_text,
+                              "--peak-spread", "0%", "--max", "4096", "--strategy",
+                              strategies[i], "--quiet", "--export-json", "-", "--", trainer,
+                              "--batch-size", "{batch}", "--steps", "1", "--channels", "32", NULL};
+        run r;
+        CHECK_EQ(cli(&r, args, NULL), 0);
+        answers[i] = result_number(r.out, "batch_size");
+        trials[i] = result_number(r.out, "trials");
+    }
+    CHECK_EQ(answers[0], 100);
+    CHECK_EQ(answers[1], answers[0]);
+    CHECK(trials[0] <= 4);
+    CHECK(trials[1] >= 10);
+    printf("    example trainer: model %llu trials, bisect %llu trials, batch %llu\n", trials[0],
+           trials[1], answers[0]);
+}
