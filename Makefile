@@ -36,7 +36,10 @@ SHARED := $(BUILD)/libbatchfit.so.$(VERSION)
 STATIC := $(BUILD)/libbatchfit.a
 
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o) $(BUILD)/tests/support.o
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_TARGETS := $(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/fuzz/%)
+TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o) $(BUILD)/tests/support.o \
+            $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%.o)
 RUNNER := $(BUILD)/tests/runner
 
 EXAMPLES := $(BUILD)/examples/sim_probe $(BUILD)/examples/trainer
@@ -47,7 +50,7 @@ CLI := $(BUILD)/batchfit
 
 TEST_PROGS := $(BUILD)/tests/childtool
 
-.PHONY: all lib cli test demo install uninstall clean examples
+.PHONY: all lib cli test demo install uninstall clean examples fuzz
 
 all: lib cli examples
 
@@ -102,6 +105,19 @@ $(BUILD)/tests/list.h: $(TEST_SRC)
 $(BUILD)/tests/%.o: tests/%.c tests/test.h include/batchfit.h lib/internal.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Ilib -c $< -o $@
+
+$(BUILD)/fuzz/%.o: fuzz/%.c fuzz/fuzz.h include/batchfit.h lib/internal.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Ilib -c $< -o $@
+
+# libFuzzer targets (clang): make fuzz, then e.g.
+#   build/fuzz/json -max_total_time=60 fuzz/corpus/json
+fuzz: $(FUZZ_TARGETS)
+
+$(BUILD)/fuzz/%: fuzz/fuzz_%.c $(LIB_SRC) fuzz/fuzz.h
+	@mkdir -p $(@D)
+	clang $(WARNINGS) $(CPPFLAGS_ALL) -Ilib -g -O1 -DBATCHFIT_LIBFUZZER \
+	    -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) -lm
 
 $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \

@@ -827,6 +827,16 @@ int cli_probe(int argc, char **argv)
         return EXIT_USAGE;
     }
 
+    if (c.export_json && strcmp(c.export_json, "-") != 0) {
+        /* Find out now, before anything runs, that the file can be written. */
+        FILE *f = fopen(c.export_json, "a");
+        if (!f) {
+            fprintf(stderr, "batchfit probe: --export-json %s: %s\n", c.export_json,
+                    strerror(errno));
+            return EXIT_USAGE;
+        }
+        fclose(f);
+    }
     session s;
     memset(&s, 0, sizeof s);
     s.cli = &c;

@@ -241,6 +241,7 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--style", "fancy", "--style"},
         {"--peak-spread", "60%", "--peak-spread"},
         {"--hyperparameters", "/nonexistent/hp.json", "--hyperparameters"},
+        {"--export-json", "/nonexistent/dir/out.json", "--export-json"},
         {"--frobnicate", NULL, "unknown option --frobnicate"},
         {"--min", NULL, "--min needs a value"},
     };
@@ -320,6 +321,10 @@ TEST(cli_outcomes_and_exit_codes)
             CHECK_CONTAINS(r.err, "--show-output");
     }
     run r;
+    const char *shown[] = {"probe", "--device", "host", "--max", "1", "--show-output", "--", tool(),
+                           "print", "hello from the child", "0", NULL};
+    CHECK_EQ(cli(&r, shown, NULL), 0);
+    CHECK_CONTAINS(r.err, "some earlier line\nhello from the child\n");
     const char *timeout[] = {"probe", "--device", "host", "--min", "1", "--max", "1", "--timeout",
                              "0.3", "--", tool(), "hang", NULL};
     CHECK_EQ(cli(&r, timeout, NULL), 4);

@@ -1,0 +1,36 @@
+/* Sizes, percentages, counts, the requested size, the VRAM limit and
+ * strategy names: every parser of user text. */
+#include "fuzz.h"
+
+#include "batchfit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int FUZZ_ENTRY(fuzz_parse)(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    char err[512];
+    uint64_t u;
+    double d;
+    batchfit_strategy s;
+    if (batchfit_parse_size(text, "fuzz", &u, err, sizeof err) == BATCHFIT_OK && strlen(text) == 0)
+        abort(); /* an empty size is never valid */
+    if (batchfit_parse_percent(text, "fuzz", &d, err, sizeof err) == BATCHFIT_OK &&
+        !(d >= 0.0 && d <= 1.0))
+        abort();
+    batchfit_parse_requested_size(text, "fuzz", &u, err, sizeof err);
+    if (batchfit_parse_count(text, "fuzz", 1000, &u, err, sizeof err) == BATCHFIT_OK &&
+        (u == 0 || u > 1000))
+        abort();
+    if (batchfit_resolve_vram_limit(text, "fuzz", &u, NULL, err, sizeof err) == BATCHFIT_OK &&
+        u == 0)
+        abort(); /* an explicit limit is never "no limit" */
+    batchfit_parse_strategy(text, "fuzz", &s, err, sizeof err);
+    free(text);
+    return 0;
+}
