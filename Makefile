@@ -127,7 +127,7 @@ test: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
 	BATCHFIT_TEST_BUILD=$(abspath $(BUILD)) $(RUNNER)
 
 # The main job: the CLI probing the example trainer on host memory.
-DEMO_BUDGET ?= 58MiB
+DEMO_BUDGET ?= 58.05MiB
 demo: $(CLI) $(EXAMPLES)
 	$(CLI) probe --device host --memory-budget $(DEMO_BUDGET) --peak-spread 0% \
 	    -- $(BUILD)/examples/trainer --batch-size {batch} --steps 2
