@@ -378,3 +378,39 @@ TEST(child_mechanisms_are_reported)
     batchfit_runner_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* Every allocation of the child-trial path (OOM table, runner, a trial) is
+ * failed in turn: a clean error, no leak, no process left. */
+TEST(child_every_allocation_failure_is_clean)
+{
+    long total = -1;
+    for (long k = 0; total < 0 || k < total; k++) {
+        test_alloc_state st = {0, total < 0 ? -1 : k, 0, 0};
+        batchfit_ctx *ctx = test_ctx(&st);
+        batchfit_oom_table *table = NULL;
+        batchfit_runner *r = NULL;
+        int rc = -1;
+        batchfit_trial t;
+        if (ctx && batchfit_oom_table_create(ctx, &table) == BATCHFIT_OK) {
+            batchfit_runner_options o;
+            batchfit_runner_options_init(&o);
+            const char *argv[] = {tool(), "exit", "0", "{batch}", NULL};
+            o.argv = argv;
+            if (batchfit_runner_create(ctx, &o, &r) == BATCHFIT_OK)
+                rc = batchfit_runner_trial(r, 4, &t, NULL);
+        }
+        if (total < 0) {
+            CHECK_EQ(rc, BATCHFIT_OK);
+            CHECK_EQ(t.outcome, BATCHFIT_FITS);
+            total = st.calls;
+        } else {
+            CHECK_EQ(st.failures, 1);
+            CHECK(rc != BATCHFIT_OK);
+        }
+        batchfit_runner_free(r);
+        batchfit_oom_table_free(table);
+        batchfit_ctx_free(ctx);
+        CHECK_EQ(st.outstanding, 0);
+    }
+    CHECK(total >= 5);
+}
