@@ -198,6 +198,12 @@ BATCHFIT_API int batchfit_device_available(const batchfit_device *device, const 
 /* Total and free bytes now. BATCHFIT_E_DEVICE (with last error) if unknown. */
 BATCHFIT_API int batchfit_device_memory(batchfit_device *device, uint64_t *total_out,
                                         uint64_t *free_out);
+/* Peak measurement for callers that run steps themselves: reset the
+ * device's high-water mark of this process's memory to what is in use now,
+ * then read the peak since. BATCHFIT_E_DEVICE where the device cannot
+ * measure (a reason is in the last error). */
+BATCHFIT_API int batchfit_device_peak_reset(batchfit_device *device);
+BATCHFIT_API int batchfit_device_peak(batchfit_device *device, uint64_t *peak_out);
 /* The relative trial-to-trial spread of peak measurements this device is
  * known to show (0 for an exact device). */
 BATCHFIT_API double batchfit_device_peak_spread(const batchfit_device *device);

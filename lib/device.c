@@ -104,6 +104,27 @@ int batchfit_device_memory(batchfit_device *device, uint64_t *total_out, uint64_
     return device->ops->memory(device, total_out, free_out);
 }
 
+int batchfit_device_peak_reset(batchfit_device *device)
+{
+    if (!device)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (!device->available || !device->ops->peak_begin)
+        return batchfit__fail(device->ctx, BATCHFIT_E_DEVICE, "device %s cannot measure peaks",
+                              batchfit_device_kind(device));
+    device->ops->peak_begin(device);
+    return BATCHFIT_OK;
+}
+
+int batchfit_device_peak(batchfit_device *device, uint64_t *peak_out)
+{
+    if (!device || !peak_out)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (!device->available || !device->ops->peak_end)
+        return batchfit__fail(device->ctx, BATCHFIT_E_DEVICE, "device %s cannot measure peaks",
+                              batchfit_device_kind(device));
+    return device->ops->peak_end(device, peak_out);
+}
+
 double batchfit_device_peak_spread(const batchfit_device *device)
 {
     return device ? device->peak_spread : 0.0;

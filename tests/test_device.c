@@ -35,6 +35,8 @@ TEST(device_unavailable_reports_why)
     uint64_t t, f;
     CHECK_EQ(batchfit_device_memory(d, &t, &f), BATCHFIT_E_NO_DEVICE);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "no NVIDIA driver");
+    CHECK_EQ(batchfit_device_peak_reset(d), BATCHFIT_E_DEVICE);
+    CHECK_EQ(batchfit_device_peak(d, &t), BATCHFIT_E_DEVICE);
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }

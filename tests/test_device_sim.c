@@ -103,6 +103,13 @@ TEST(device_sim_step_follows_its_profile)
     memset(&rep, 0, sizeof rep);
     CHECK_EQ(step->run(state, last_fit + 1, &rep), BATCHFIT_OOM);
     CHECK_CONTAINS(rep.message, "out of memory");
+    /* The device's peak since a reset is the step's whole footprint. */
+    CHECK_EQ(batchfit_device_peak_reset(d), BATCHFIT_OK);
+    memset(&rep, 0, sizeof rep);
+    CHECK_EQ(step->run(state, 10, &rep), BATCHFIT_FITS);
+    uint64_t peak = 0;
+    CHECK_EQ(batchfit_device_peak(d, &peak), BATCHFIT_OK);
+    CHECK_EQ(peak, (UINT64_C(1000) << 20) + (UINT64_C(30) << 20));
     step->release(state);
     CHECK_EQ(batchfit_sim_in_use(d), 0);
     batchfit_device_free(d);

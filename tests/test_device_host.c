@@ -1,0 +1,94 @@
+#include "test.h"
+
+#include <stdlib.h>
+
+TEST(device_host_reports_ram_and_measures_its_own_peak)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
+    CHECK_STR(batchfit_device_kind(d), "host");
+    CHECK_EQ(batchfit_device_available(d, NULL), 1);
+    uint64_t total = 0, free_bytes = 0;
+    CHECK_EQ(batchfit_device_memory(d, &total, &free_bytes), BATCHFIT_OK);
+    CHECK(total > (UINT64_C(256) << 20));
+    CHECK(free_bytes > 0 && free_bytes <= total);
+    CHECK_NEAR(batchfit_device_peak_spread(d), 0.05, 1e-12);
+    /* The high-water mark, reset, then raised by 64 MiB touched. */
+    CHECK_EQ(batchfit_device_peak_reset(d), BATCHFIT_OK);
+    uint64_t before = 0, after = 0;
+    CHECK_EQ(batchfit_device_peak(d, &before), BATCHFIT_OK);
+    size_t n = (size_t)64 << 20;
+    volatile char *p = malloc(n);
+    CHECK(p != NULL);
+    for (size_t i = 0; i < n; i += 4096)
+        p[i] = 1;
+    CHECK_EQ(batchfit_device_peak(d, &after), BATCHFIT_OK);
+    free((void *)p);
+    CHECK(after >= before + (UINT64_C(60) << 20));
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+/* An in-process probe on the host: the step's memory is really allocated,
+ * and the peak comes from the kernel's VmHWM. */
+typedef struct host_step {
+    size_t per_sample;
+} host_step;
+
+static batchfit_outcome hs_build(void *userdata, batchfit_device *dev, void **state, char *msg,
+                                 size_t len)
+{
+    (void)dev;
+    (void)msg;
+    (void)len;
+    *state = userdata;
+    return BATCHFIT_FITS;
+}
+
+static batchfit_outcome hs_run(void *state, uint64_t batch, batchfit_step_report *rep)
+{
+    host_step *h = state;
+    size_t n = h->per_sample * (size_t)batch;
+    volatile char *p = malloc(n);
+    if (!p) {
+        snprintf(rep->message, sizeof rep->message, "out of memory");
+        return BATCHFIT_OOM;
+    }
+    for (size_t i = 0; i < n; i += 4096)
+        p[i] = 1;
+    free((void *)p);
+    return BATCHFIT_FITS;
+}
+
+static void hs_release(void *state)
+{
+    (void)state;
+}
+
+TEST(device_host_in_process_probe_measures_real_memory)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
+    host_step h = {(size_t)1 << 20};
+    batchfit_step step = {sizeof step, "host test", 1, hs_build, hs_run, NULL, hs_release};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 48;
+    o.strategy = BATCHFIT_STRATEGY_BISECT;
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &step, &h, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 48);
+    const batchfit_trial *last = NULL;
+    for (size_t i = 0; i < r->trial_count; i++)
+        if (r->trials[i].batch == 48)
+            last = &r->trials[i];
+    CHECK(last != NULL);
+    CHECK(last->peak_known);
+    CHECK(last->peak_bytes >= (UINT64_C(48) << 20));
+    CHECK(r->baseline_known);
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
