@@ -50,7 +50,7 @@ CLI := $(BUILD)/batchfit
 
 TEST_PROGS := $(BUILD)/tests/childtool
 
-.PHONY: all lib cli test demo install uninstall clean examples fuzz
+.PHONY: all lib cli test demo install uninstall clean examples fuzz bench
 
 all: lib cli examples
 
@@ -118,6 +118,23 @@ $(BUILD)/fuzz/%: fuzz/fuzz_%.c $(LIB_SRC) fuzz/fuzz.h
 	@mkdir -p $(@D)
 	clang $(WARNINGS) $(CPPFLAGS_ALL) -Ilib -g -O1 -DBATCHFIT_LIBFUZZER \
 	    -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) -lm
+
+BENCH := $(BUILD)/bench/bench
+
+$(BUILD)/bench/%.o: bench/%.c bench/profiles.h include/batchfit.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BENCH): $(BUILD)/bench/bench.o $(BUILD)/bench/profiles.o $(STATIC)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+# The benchmark: the simulated suite plus the real-process run; writes
+# bench/results.json, bench/RESULTS.md and bench/trials.svg.
+BENCH_SEED ?= 20261129
+BENCH_PROFILES ?= 300
+bench: $(BENCH) $(CLI) $(EXAMPLES)
+	$(BENCH) --seed $(BENCH_SEED) --profiles $(BENCH_PROFILES) --out bench \
+	    --batchfit $(CLI) --trainer $(BUILD)/examples/trainer
 
 $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \

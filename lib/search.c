@@ -149,6 +149,16 @@ static int64_t propose_gallop(const search *s)
     return clamp_inside(s, index_floor_of(s, doubled));
 }
 
+/* Sixteen times the last fitting size (bisection once something failed):
+ * a stride that lifts a point out of trial-to-trial noise quickly. */
+static int64_t propose_leap(const search *s)
+{
+    if (s->hi < (int64_t)s->lattice.count || s->lo < 0)
+        return propose_gallop(s);
+    double far = 16.0 * (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+    return clamp_inside(s, index_floor_of(s, far));
+}
+
 /* The fitting trials with a measured peak: at most one point per batch size
  * (the highest peak seen there), sorted by batch. */
 static unsigned collect_points(const search *s, double *x, double *y)
@@ -206,6 +216,30 @@ static double crossing(const search *s, double x0, double y0, double slope)
     return x0 + (s->safe_budget - y0) / slope;
 }
 
+/* Below a failure that said what it needed (a point above the curve). With
+ * a local slope, the excess of that need over the line is treated as a
+ * workspace that appears right after the top point: the line shifted up by
+ * it crosses the budget at a size that fits wherever the jump really is.
+ * Without a slope, interpolate (regula falsi); without a need, bisect. */
+static int64_t propose_below_failure(search *s, double top_x, double top_y, double slope)
+{
+    if (s->hi >= (int64_t)s->lattice.count || !(s->hi_need > top_y))
+        return propose_bisect(s);
+    double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+    if (!(fail_x > top_x))
+        return propose_bisect(s);
+    double target;
+    double excess = slope > 0.0 ? s->hi_need - (top_y + slope * (fail_x - top_x)) : -1.0;
+    if (excess > 0.0)
+        target = crossing(s, top_x, top_y + excess, slope);
+    else
+        target = crossing(s, top_x, top_y, (s->hi_need - top_y) / (fail_x - top_x));
+    int64_t c = index_floor_of(s, target);
+    /* Nothing above lo fits after such a jump: whatever fits above lo lies
+     * before the jump, which only bisection can find. */
+    return c <= s->lo ? propose_bisect(s) : clamp_inside(s, c);
+}
+
 /* The model strategy: fit the measured peaks, propose the largest lattice
  * point predicted to fit, verify it by running it. Returns 1 when the
  * bracket is settled by the fit (the next size is certified not to fit). */
@@ -220,93 +254,103 @@ static int propose_model(search *s, int64_t *next)
             *next = clamp_inside(s, index_floor_of(s, (double)s->opts->first_guess));
         return 0;
     }
-    if (n == 0 || !s->budget_known) {
-        /* No peaks to fit: gallop while nothing failed, then bisect. */
+    if (n == 0 || !s->budget_known || s->misses >= 2) {
+        /* No peaks to fit: gallop while nothing failed, then bisect; after
+         * repeated misses, bisect so the worst case stays bounded. */
         *next = propose_gallop(s);
         return 0;
     }
     double top_x = x[n - 1], top_y = y[n - 1];
+    double granule = granule_of(y, n);
+
+    /* The points nearest the boundary: the largest three batch sizes. Under
+     * noise every point counts: single draws near the boundary say little
+     * about the slope, the whole range says much. */
+    unsigned use = n < 3 || s->spread > 0.0 ? n : 3;
+    const double *fx = x + (n - use), *fy = y + (n - use);
+    batchfit_fit fit;
+    batchfit__fit_line(fx, fy, use, &fit);
+    double noise = 2.0 * s->spread * top_y;
+    int collinear = use >= 3 && fit.max_residual_bytes <= 2.0 * granule + noise;
+    /* Real measurements wander a little even with no spread declared (the
+     * kernel charges page tables and slab to a cgroup): for the certificate
+     * below, three points within 0.5% of the peak of a line count as one. A
+     * jump that small moves its one-step extrapolation by far less than the
+     * residual it adds to the tolerance. */
+    int certifiable = use >= 3 && fit.max_residual_bytes <= 2.0 * granule + noise + 0.005 * top_y;
+    /* Not a single line: extrapolate from the secant of the two points
+     * nearest the boundary. */
+    double slope = 0.0;
+    if (n >= 2)
+        slope = collinear ? fit.bytes_per_sample
+                          : (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
+
     if (s->misses) {
-        /* The last proposal overshot. A failure that says what it needed is
-         * a point above the curve: interpolate towards it. Without one, or
-         * after repeated misses, bisect so the worst case stays bounded. */
-        double fail_x = s->hi < (int64_t)s->lattice.count
-                            ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi)
-                            : 0.0;
-        if (s->misses == 1 && s->hi_need > top_y && fail_x > top_x)
-            *next = clamp_inside(
-                s, index_floor_of(s, crossing(s, top_x, top_y,
-                                              (s->hi_need - top_y) / (fail_x - top_x))));
-        else
-            *next = propose_bisect(s);
+        *next = propose_below_failure(s, top_x, top_y, slope);
         return 0;
     }
-
-    double granule = granule_of(y, n);
     if (n == 1) {
         /* One point. Assume the memory that grows with the batch is at most
          * what this trial added to the baseline (all of it, without a
          * baseline): on a line with a non-negative intercept the size this
          * predicts still fits, one granule of rounding aside. */
         double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
-        if (base > top_y)
-            base = 0.0;
         double grown = top_y - base;
         double g = s->result->baseline_known ? (double)gcd_u64((uint64_t)top_y, (uint64_t)base) : 0.0;
         if (grown < g)
             grown = g;
-        if (!(grown > 0.0)) {
-            *next = propose_gallop(s);
+        if (!(grown > 0.0) || grown < 2.0 * s->spread * top_y) {
+            /* What the batch added is lost in the noise: move far enough
+             * for the next point to rise above it. */
+            *next = propose_leap(s);
             return 0;
         }
         *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y + g, grown / top_x)));
         return 0;
     }
-
-    /* Fit the points nearest the boundary: the largest three batch sizes. */
-    unsigned use = n < 3 ? n : 3;
-    const double *fx = x + (n - use), *fy = y + (n - use);
-    batchfit_fit fit;
-    batchfit__fit_line(fx, fy, use, &fit);
-    double noise = 2.0 * s->spread * top_y;
-    int collinear = use == 3 && fit.max_residual_bytes <= 2.0 * granule + noise;
-    /* Real measurements wander a little even with no spread declared (the
-     * kernel charges page tables and slab to a cgroup): for the certificate
-     * below, three points within 0.5% of the peak of a line count as one. A
-     * jump that small moves its one-step extrapolation by far less than the
-     * residual it adds to the tolerance. */
-    int certifiable = use == 3 && fit.max_residual_bytes <= 2.0 * granule + noise + 0.005 * top_y;
-    /* Not a single line: extrapolate from the secant of the two points
-     * nearest the boundary. */
-    double slope = collinear ? fit.bytes_per_sample
-                             : (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
-    if (!(slope > 0.0)) {
-        *next = propose_gallop(s);
+    if (!(slope > 0.0) || fy[use - 1] - fy[0] < 2.0 * noise) {
+        /* No rise, or one lost in the noise: move on to where it shows. */
+        *next = propose_leap(s);
         return 0;
     }
     /* Anchor the line at the largest measured point: extrapolating a short
-     * distance from a measurement is far less sensitive to a wrong slope. */
-    int64_t c = index_floor_of(s, crossing(s, top_x, top_y, slope));
+     * distance from a measurement is far less sensitive to a wrong slope.
+     * Under noise that point is itself a random draw, and a line through
+     * all the points nearest the boundary says more. */
+    if (s->spread > 0.0 && collinear)
+        top_y = fit.intercept_bytes + fit.bytes_per_sample * top_x;
+    /* Under noise, aim at the lower edge of the band where acceptance is a
+     * coin toss: a size there passes, and nothing above can be certified. */
+    double band = s->spread * s->safe_budget;
+    int64_t c = index_floor_of(s, crossing(s, top_x, top_y + band, slope));
     if (c > s->lo && c < s->hi) {
         *next = c;
         return 0;
     }
     if (c >= s->hi) {
-        *next = propose_bisect(s);
+        /* The line says hi - 1 fits, but a larger size already failed:
+         * something above the line lies in between. */
+        *next = propose_below_failure(s, top_x, top_y, slope);
         return 0;
     }
-    /* The model says lo + 1 does not fit. Trust that only where the points
-     * lie on one line and even the pessimistic end of the prediction (a
-     * granule of rounding, the fit's residual and the noise below it) is
-     * over the budget; otherwise try the optimistic end, which bisects the
-     * band of uncertainty. */
-    double tolerance = granule + fit.max_residual_bytes + noise;
+    /* The model says lo + 1 does not fit. */
     double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
-    if (certifiable && s->lo >= 0 && lo_x == top_x) {
+    double tolerance = granule + fit.max_residual_bytes + noise;
+    /* Under noise the line is the fit's, wherever its top point lies. */
+    if (certifiable && s->lo >= 0 && (lo_x == top_x || s->spread > 0.0)) {
         double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
-        if (top_y + slope * (next_x - top_x) - tolerance > s->safe_budget)
+        double predicted = top_y + slope * (next_x - top_x);
+        /* With trial-to-trial noise, a size whose expected peak is within
+         * the noise band below the acceptance threshold is a coin toss that
+         * a lucky draw could win but nothing can certify: lo is already
+         * safe (it was accepted with room for the noise), so stop there.
+         * Without noise, trust the line only where even its pessimistic end
+         * (a granule of rounding and the fit's residual below it) is over. */
+        if (s->spread > 0.0 ? predicted + band > s->safe_budget
+                            : predicted - tolerance > s->safe_budget)
             return 1;
     }
+    /* Otherwise try the optimistic end, which bisects the band of uncertainty. */
     *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y - tolerance, slope)));
     if (*next > s->lo + 1 && *next < s->hi)
         *next = s->lo + 1 + (*next - s->lo - 1) / 2;

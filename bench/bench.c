@@ -1,0 +1,577 @@
+/* make bench: batchfit's strategies against the peers', side by side.
+ *
+ * The simulated suite runs every strategy on the same seeded profiles (see
+ * profiles.c) and judges each answer against the brute-force truth. The
+ * real-process run drives the CLI on the example trainer with a host
+ * budget. Writes results.json, RESULTS.md and trials.svg.
+ *
+ * Usage: bench [--seed N] [--profiles N] [--out DIR] [--no-real] [--verbose]
+ *              [--batchfit PATH] [--trainer PATH] */
+#include <batchfit.h>
+
+#include "profiles.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BOUND 65536
+#define MAX_PROFILES 5000
+/* A trial costs a fixed start-up plus time per sample; an OOM trial half of
+ * that. Start-up is a tenth of a step at the true maximum. */
+#define STARTUP_STEPS 0.1
+#define OOM_COST 0.5
+
+typedef enum kind {
+    LIB_MODEL,
+    LIB_BISECT,
+    LIB_BINSEARCH,
+    LIB_POWER,
+    LIB_HALVING,
+    PEER_ULTRA60,
+    PEER_ULTRA90,
+    PEER_LLNODE,
+    KIND_COUNT
+} kind;
+
+static const char *const kind_names[KIND_COUNT] = {
+    "model", "bisect", "binsearch", "power", "halving",
+    "ultralytics-60%", "ultralytics-90%", "learning-loop-pow2",
+};
+
+static const char *const kind_notes[KIND_COUNT] = {
+    "batchfit default: fit, propose, verify",
+    "bisection over [1, 65536]",
+    "double, then bisect (Lightning binsearch)",
+    "double until failure (Lightning power)",
+    "start at the bound, halve on failure",
+    "profile 1..16, extrapolate to 60% of free memory, unverified",
+    "the same, aiming at 90%",
+    "powers of two upward plus the requested size",
+};
+
+typedef struct outcome {
+    uint64_t answer;
+    unsigned trials;
+    unsigned ooms;
+    double cost;
+} outcome;
+
+typedef struct column {
+    double trials[MAX_PROFILES];
+    double ooms[MAX_PROFILES];
+    double costs[MAX_PROFILES];
+    unsigned cost_count;
+    unsigned count;
+    unsigned exact;
+    unsigned exact_noise_free;
+    unsigned noise_free;
+    unsigned unsafe;
+    unsigned failed;
+    double accuracy_sum;
+} column;
+
+static column columns[KIND_COUNT];
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double quantile(double *v, unsigned n, double q)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, n, sizeof *v, compare_double);
+    double pos = q * (double)(n - 1);
+    unsigned i = (unsigned)pos;
+    double frac = pos - i;
+    return i + 1 < n ? v[i] * (1.0 - frac) + v[i + 1] * frac : v[i];
+}
+
+/* ------------------------------------------------------------------ */
+/* The peers, written to behave as their sources do, over the same      */
+/* simulated device (ballast held as "used" memory).                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct peer {
+    batchfit_device *dev;
+    void *state;
+    unsigned trials;
+    unsigned ooms;
+    double cost_samples; /* in samples: start-up + batch per trial, halved for OOMs */
+    double startup;
+} peer;
+
+/* Runs one step at batch; returns 1 if it fitted, with its peak. */
+static int peer_trial(peer *p, uint64_t batch, uint64_t *peak)
+{
+    batchfit_step_report rep;
+    memset(&rep, 0, sizeof rep);
+    batchfit_device_peak_reset(p->dev);
+    batchfit_outcome o = batchfit_sim_step()->run(p->state, batch, &rep);
+    p->trials++;
+    double cost = p->startup + (double)batch;
+    if (o != BATCHFIT_FITS) {
+        p->ooms++;
+        p->cost_samples += OOM_COST * cost;
+        return 0;
+    }
+    p->cost_samples += cost;
+    batchfit_device_peak(p->dev, peak);
+    return 1;
+}
+
+/* Ultralytics AutoBatch: profile 1, 2, 4, 8, 16; fit memory = a + b * batch;
+ * aim at fraction of the free memory; the result is never run. */
+static uint64_t peer_ultralytics(peer *p, double fraction, uint64_t usable)
+{
+    double xs[5], ys[5];
+    unsigned n = 0;
+    for (uint64_t b = 1; b <= 16; b *= 2) {
+        uint64_t peak;
+        if (!peer_trial(p, b, &peak))
+            break;
+        xs[n] = (double)b;
+        ys[n] = (double)peak;
+        n++;
+    }
+    if (n < 2)
+        return n ? 1 : 0;
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    for (unsigned i = 0; i < n; i++) {
+        mx += xs[i];
+        my += ys[i];
+    }
+    mx /= n;
+    my /= n;
+    for (unsigned i = 0; i < n; i++) {
+        sxx += (xs[i] - mx) * (xs[i] - mx);
+        sxy += (xs[i] - mx) * (ys[i] - my);
+    }
+    double slope = sxy / sxx, intercept = my - slope * mx;
+    if (!(slope > 0))
+        return 16;
+    double b = (fraction * (double)usable - intercept) / slope;
+    if (b < 1)
+        b = 1;
+    if (b > BOUND)
+        b = BOUND;
+    return (uint64_t)b;
+}
+
+/* learning_loop_node's probe: powers of two upward, then the requested
+ * size once as an extra candidate. */
+static uint64_t peer_llnode(peer *p, uint64_t requested)
+{
+    uint64_t best = 0, peak;
+    uint64_t b = 1;
+    for (; b <= requested; b *= 2) {
+        if (!peer_trial(p, b, &peak))
+            break;
+        best = b;
+    }
+    if (best && best < requested && b > requested && peer_trial(p, requested, &peak))
+        best = requested;
+    return best;
+}
+
+static int run_peer(kind k, const bench_profile *prof, uint64_t budget, double truth_max,
+                    outcome *out)
+{
+    char extra[64], spec[1024];
+    snprintf(extra, sizeof extra, ",used=%llu",
+             (unsigned long long)(prof->capacity - budget));
+    bench_profile_spec(prof, extra, spec, sizeof spec);
+    batchfit_ctx *ctx = NULL;
+    peer p;
+    memset(&p, 0, sizeof p);
+    p.startup = STARTUP_STEPS * truth_max;
+    if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK ||
+        batchfit_device_open(ctx, spec, &p.dev) != BATCHFIT_OK) {
+        batchfit_ctx_free(ctx);
+        return -1;
+    }
+    char msg[256];
+    uint64_t answer = 0;
+    if (batchfit_sim_step()->build(NULL, p.dev, &p.state, msg, sizeof msg) == BATCHFIT_FITS) {
+        if (k == PEER_LLNODE)
+            answer = peer_llnode(&p, BOUND);
+        else
+            answer = peer_ultralytics(&p, k == PEER_ULTRA60 ? 0.6 : 0.9, budget);
+        batchfit_sim_step()->release(p.state);
+    }
+    out->answer = answer;
+    out->trials = p.trials;
+    out->ooms = p.ooms;
+    out->cost = answer ? p.cost_samples / (double)answer : NAN;
+    batchfit_device_free(p.dev);
+    batchfit_ctx_free(ctx);
+    return 0;
+}
+
+static int run_library(kind k, const bench_profile *prof, double truth_max, uint64_t *budget_out,
+                       outcome *out)
+{
+    char spec[1024];
+    bench_profile_spec(prof, NULL, spec, sizeof spec);
+    batchfit_ctx *ctx = NULL;
+    batchfit_device *dev = NULL;
+    batchfit_result *r = NULL;
+    if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK ||
+        batchfit_device_open(ctx, spec, &dev) != BATCHFIT_OK) {
+        fprintf(stderr, "bench: cannot open %s: %s\n", spec, batchfit_ctx_last_error(ctx));
+        batchfit_ctx_free(ctx);
+        return -1;
+    }
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = BOUND;
+    o.strategy = (batchfit_strategy)k;
+    batchfit_probe(ctx, &o, dev, batchfit_sim_step(), NULL, &r);
+    out->answer = r && r->source == BATCHFIT_SOURCE_MEASURED ? r->batch_size : 0;
+    out->trials = r ? (unsigned)r->trial_count : 0;
+    out->ooms = r ? (unsigned)r->oom_trials : 0;
+    double samples = 0;
+    for (size_t i = 0; r && i < r->trial_count; i++) {
+        double c = STARTUP_STEPS * truth_max + (double)r->trials[i].batch;
+        samples += r->trials[i].outcome == BATCHFIT_OOM ? OOM_COST * c : c;
+    }
+    out->cost = out->answer ? samples / (double)out->answer : NAN;
+    if (budget_out && r)
+        *budget_out = r->budget.budget_bytes;
+    batchfit_result_free(r);
+    batchfit_device_free(dev);
+    batchfit_ctx_free(ctx);
+    return 0;
+}
+
+static void record(kind k, const bench_profile *prof, uint64_t budget, uint64_t truth_exact,
+                   uint64_t truth_safe, const outcome *o)
+{
+    column *c = &columns[k];
+    unsigned i = c->count++;
+    c->trials[i] = o->trials;
+    c->ooms[i] = o->ooms;
+    if (!isnan(o->cost))
+        c->costs[c->cost_count++] = o->cost;
+    if (!o->answer) {
+        c->failed++;
+        return;
+    }
+    /* The answer fails on a re-run if the top of the noise band takes it
+     * over the budget. */
+    if (bench_profile_peak(prof, o->answer, prof->noise) > budget)
+        c->unsafe++;
+    if (o->answer == truth_safe)
+        c->exact++;
+    if (prof->noise == 0.0) {
+        c->noise_free++;
+        c->exact_noise_free += o->answer == truth_exact;
+    }
+    c->accuracy_sum += (double)o->answer / (double)truth_exact;
+}
+
+/* ------------------------------------------------------------------ */
+/* The real-process run                                                 */
+/* ------------------------------------------------------------------ */
+
+typedef struct real_run {
+    const char *strategy;
+    unsigned long long trials;
+    unsigned long long answer;
+    double wall;
+    int ok;
+} real_run;
+
+static unsigned long long result_number(const char *json, const char *key)
+{
+    const char *r = strstr(json, "\"result\": {");
+    if (!r)
+        return 0;
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
+    const char *p = strstr(r, pattern);
+    return p ? strtoull(p + strlen(pattern), NULL, 10) : 0;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_real(const char *batchfit, const char *trainer, real_run *run)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "'%s' probe --device host --memory-budget 58.05MiB --peak-spread 0%% --strategy %s "
+             "--quiet --export-json - -- '%s' --batch-size {batch} --steps 2",
+             batchfit, run->strategy, trainer);
+    double start = now();
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    static char json[1 << 18];
+    size_t n = fread(json, 1, sizeof json - 1, p);
+    json[n] = '\0';
+    int status = pclose(p);
+    run->wall = now() - start;
+    run->ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    run->trials = result_number(json, "trials");
+    run->answer = result_number(json, "batch_size");
+    return run->ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct summary {
+    double trials_median, trials_p95, trials_max, oom_median, cost_median;
+    double exact_share, exact_noise_free_share, unsafe_share, accuracy_mean;
+    unsigned failed;
+} summary;
+
+static void summarize(kind k, summary *s)
+{
+    column *c = &columns[k];
+    s->trials_median = quantile(c->trials, c->count, 0.5);
+    s->trials_p95 = quantile(c->trials, c->count, 0.95);
+    s->trials_max = quantile(c->trials, c->count, 1.0);
+    s->oom_median = quantile(c->ooms, c->count, 0.5);
+    s->cost_median = quantile(c->costs, c->cost_count, 0.5);
+    s->exact_share = (double)c->exact / c->count;
+    s->exact_noise_free_share = c->noise_free ? (double)c->exact_noise_free / c->noise_free : NAN;
+    unsigned answered = c->count - c->failed;
+    s->unsafe_share = (double)c->unsafe / c->count;
+    s->accuracy_mean = answered ? c->accuracy_sum / answered : NAN;
+    s->failed = c->failed;
+}
+
+static void write_svg(const char *path, const summary *s)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    double scale = 22.0; /* pixels per trial */
+    int width = 760, row = 34, top = 50, left = 170;
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+            "<text x=\"10\" y=\"22\" font-size=\"15\">Trials per probe over the suite "
+            "(bar: median, light bar: p95, tick: max)</text>\n",
+            width, top + row * KIND_COUNT + 40);
+    for (int t = 0; t <= 24; t += 4) {
+        double x = left + t * scale;
+        fprintf(f,
+                "<line x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\" stroke=\"#ddd\"/>\n"
+                "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%d</text>\n",
+                x, top - 8, x, top + row * KIND_COUNT, x, top + row * KIND_COUNT + 16, t);
+    }
+    for (int k = 0; k < KIND_COUNT; k++) {
+        int y = top + k * row;
+        const char *color = k == LIB_MODEL ? "#1b7f3b" : k < PEER_ULTRA60 ? "#3a6ea5" : "#b5651d";
+        double p95 = fmin(s[k].trials_p95, 32), max = fmin(s[k].trials_max, 32);
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
+                "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"20\" fill=\"%s\" "
+                "opacity=\"0.3\"/>\n"
+                "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"20\" fill=\"%s\"/>\n"
+                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"black\" "
+                "stroke-width=\"2\"/>\n"
+                "<text x=\"%.1f\" y=\"%d\" fill=\"#333\">%.0f / %.0f / %.0f</text>\n",
+                left - 8, y + 15, kind_names[k], left, y, p95 * scale, color, left, y,
+                s[k].trials_median * scale, color, left + max * scale, y - 2, left + max * scale,
+                y + 22, left + max * scale + 6, y + 15, s[k].trials_median, s[k].trials_p95,
+                s[k].trials_max);
+    }
+    fprintf(f, "</svg>\n");
+    fclose(f);
+}
+
+static void json_summary(FILE *f, const char *name, const summary *s, int last)
+{
+    fprintf(f,
+            "    \"%s\": {\"trials_median\": %g, \"trials_p95\": %g, \"trials_max\": %g, "
+            "\"oom_trials_median\": %g, \"cost_median\": %.3f, \"exact_share\": %.4f, "
+            "\"exact_share_noise_free\": %.4f, \"unsafe_share\": %.4f, \"accuracy_mean\": %.4f, "
+            "\"failed\": %u}%s\n",
+            name, s->trials_median, s->trials_p95, s->trials_max, s->oom_median,
+            isnan(s->cost_median) ? 0.0 : s->cost_median, s->exact_share,
+            isnan(s->exact_noise_free_share) ? 0.0 : s->exact_noise_free_share, s->unsafe_share,
+            isnan(s->accuracy_mean) ? 0.0 : s->accuracy_mean, s->failed, last ? "" : ",");
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = 20261129;
+    unsigned profiles = 300;
+    const char *out = "bench";
+    const char *batchfit = "build/batchfit";
+    const char *trainer = "build/examples/trainer";
+    int real = 1, verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--profiles") == 0 && i + 1 < argc)
+            profiles = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--batchfit") == 0 && i + 1 < argc)
+            batchfit = argv[++i];
+        else if (strcmp(argv[i], "--trainer") == 0 && i + 1 < argc)
+            trainer = argv[++i];
+        else if (strcmp(argv[i], "--no-real") == 0)
+            real = 0;
+        else if (strcmp(argv[i], "--verbose") == 0)
+            verbose = 1;
+        else {
+            fprintf(stderr, "usage: bench [--seed N] [--profiles N] [--out DIR] [--no-real] [--verbose] "
+                            "[--batchfit PATH] [--trainer PATH]\n");
+            return 2;
+        }
+    }
+    if (profiles == 0 || profiles > MAX_PROFILES) {
+        fprintf(stderr, "bench: --profiles must be 1..%d\n", MAX_PROFILES);
+        return 2;
+    }
+    unsigned per_family[16] = {0};
+    double model_trials_family[16] = {0};
+    for (unsigned i = 0; i < profiles; i++) {
+        bench_profile prof;
+        bench_profile_make(seed, i, &prof);
+        outcome o[KIND_COUNT];
+        uint64_t budget = 0;
+        /* The truth needs the budget, which the first probe settles. */
+        if (run_library(LIB_MODEL, &prof, 1.0, &budget, &o[LIB_MODEL]) != 0)
+            return 1;
+        uint64_t truth_exact = bench_profile_truth(&prof, budget, BOUND, 0.0);
+        uint64_t truth_safe = bench_profile_truth(&prof, budget, BOUND, prof.noise);
+        for (int k = 0; k < KIND_COUNT; k++) {
+            int rc = k < PEER_ULTRA60 ? run_library((kind)k, &prof, (double)truth_exact, NULL, &o[k])
+                                      : run_peer((kind)k, &prof, budget, (double)truth_exact, &o[k]);
+            if (rc != 0)
+                return 1;
+            record((kind)k, &prof, budget, truth_exact, truth_safe, &o[k]);
+        }
+        if (verbose) {
+            char spec[1024];
+            bench_profile_spec(&prof, NULL, spec, sizeof spec);
+            printf("profile %u: truth %llu (safe %llu), model %llu in %u trials (%u oom), "
+                   "bisect %u: %s\n",
+                   i, (unsigned long long)truth_exact, (unsigned long long)truth_safe,
+                   (unsigned long long)o[LIB_MODEL].answer, o[LIB_MODEL].trials,
+                   o[LIB_MODEL].ooms, o[LIB_BISECT].trials, spec);
+        }
+        size_t fam = i % bench_family_count();
+        per_family[fam]++;
+        model_trials_family[fam] += o[LIB_MODEL].trials;
+    }
+    summary s[KIND_COUNT];
+    for (int k = 0; k < KIND_COUNT; k++)
+        summarize((kind)k, &s[k]);
+
+    real_run runs[3] = {{"model", 0, 0, 0, 0}, {"bisect", 0, 0, 0, 0}, {"binsearch", 0, 0, 0, 0}};
+    int real_ok = 0;
+    if (real) {
+        real_ok = 1;
+        for (int i = 0; i < 3; i++) {
+            if (run_real(batchfit, trainer, &runs[i]) != 0) {
+                fprintf(stderr, "bench: the real-process run with %s failed\n", runs[i].strategy);
+                real_ok = 0;
+            }
+        }
+    }
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "bench: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    fprintf(f, "{\n  \"suite\": {\n");
+    for (int k = 0; k < KIND_COUNT; k++)
+        json_summary(f, kind_names[k], &s[k], k == KIND_COUNT - 1);
+    fprintf(f, "  },\n  \"real\": {");
+    for (int i = 0; real_ok && i < 3; i++)
+        fprintf(f, "%s\n    \"%s\": {\"trials\": %llu, \"wall_seconds\": %.2f, \"batch_size\": %llu}",
+                i ? "," : "", runs[i].strategy, runs[i].trials, runs[i].wall, runs[i].answer);
+    fprintf(f, "%s},\n  \"profiles\": %u,\n  \"seed\": %llu,\n", real_ok ? "\n  " : "", profiles,
+            (unsigned long long)seed);
+    fprintf(f, "  \"cost_model\": \"a trial costs a start-up of %.1f steps at the true maximum "
+               "plus one step per sample of its batch; an OOM trial %.1f of that; reported in "
+               "steps at the answer\"\n}\n",
+            STARTUP_STEPS, OOM_COST);
+    fclose(f);
+
+    snprintf(path, sizeof path, "%s/RESULTS.md", out);
+    f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "bench: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    fprintf(f, "# Benchmark results\n\nProduced by `make bench` (seed %llu, %u profiles, bounds "
+               "1..%d; every strategy on the same profiles in the same run).\n\n",
+            (unsigned long long)seed, profiles, BOUND);
+    fprintf(f, "| strategy | trials median | p95 | max | OOM trials median | cost median (steps) "
+               "| exact | exact, noise-free | unsafe | mean answer / true max | no answer |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int k = 0; k < KIND_COUNT; k++)
+        fprintf(f, "| %s | %g | %g | %g | %g | %.2f | %.1f%% | %.1f%% | %.1f%% | %.3f | %u |\n",
+                kind_names[k], s[k].trials_median, s[k].trials_p95, s[k].trials_max,
+                s[k].oom_median, isnan(s[k].cost_median) ? 0.0 : s[k].cost_median,
+                100.0 * s[k].exact_share, 100.0 * s[k].exact_noise_free_share,
+                100.0 * s[k].unsafe_share, s[k].accuracy_mean, s[k].failed);
+    fprintf(f, "\nStrategies: ");
+    for (int k = 0; k < KIND_COUNT; k++)
+        fprintf(f, "%s%s (%s)", k ? "; " : "", kind_names[k], kind_notes[k]);
+    fprintf(f, ".\n\nCost: a trial costs a start-up of %.1f steps at the true maximum plus one "
+               "step per sample of its batch, an OOM trial %.1f of that; the table gives the "
+               "total in steps at the answer. Exact: the answer equals the largest size that fits "
+               "even at the top of the noise. Unsafe: the answer can exceed the budget when re-run "
+               "under the profile's noise.\n\n",
+            STARTUP_STEPS, OOM_COST);
+    fprintf(f, "## Model strategy by family\n\n| family | profiles | mean trials | where the "
+               "numbers come from |\n|---|---|---|---|\n");
+    for (size_t k = 0; k < bench_family_count(); k++)
+        fprintf(f, "| %s | %u | %.2f | %s |\n", bench_family_name(k), per_family[k],
+                per_family[k] ? model_trials_family[k] / per_family[k] : 0.0,
+                bench_family_source(k));
+    if (real_ok) {
+        fprintf(f, "\n## Real processes\n\n`batchfit probe --device host --memory-budget "
+                   "58.05MiB --peak-spread 0%% --strategy S -- build/examples/trainer "
+                   "--batch-size {batch} --steps 2`\n\n| strategy | trials | batch size | wall "
+                   "seconds | wall time / model's |\n|---|---|---|---|---|\n");
+        for (int i = 0; i < 3; i++)
+            fprintf(f, "| %s | %llu | %llu | %.2f | %.2f |\n", runs[i].strategy, runs[i].trials,
+                    runs[i].answer, runs[i].wall, runs[i].wall / runs[0].wall);
+    }
+    fclose(f);
+
+    snprintf(path, sizeof path, "%s/trials.svg", out);
+    write_svg(path, s);
+
+    printf("%-20s %7s %5s %5s %5s %8s %7s %7s %7s\n", "strategy", "median", "p95", "max", "oom",
+           "cost", "exact", "exactNF", "unsafe");
+    for (int k = 0; k < KIND_COUNT; k++)
+        printf("%-20s %7g %5g %5g %5g %8.2f %6.1f%% %6.1f%% %6.1f%%\n", kind_names[k],
+               s[k].trials_median, s[k].trials_p95, s[k].trials_max, s[k].oom_median,
+               isnan(s[k].cost_median) ? 0.0 : s[k].cost_median, 100.0 * s[k].exact_share,
+               100.0 * s[k].exact_noise_free_share, 100.0 * s[k].unsafe_share);
+    if (real_ok)
+        for (int i = 0; i < 3; i++)
+            printf("real %-10s %llu trials, batch %llu, %.2f s (%.2fx model)\n", runs[i].strategy,
+                   runs[i].trials, runs[i].answer, runs[i].wall, runs[i].wall / runs[0].wall);
+    printf("wrote %s/results.json, %s/RESULTS.md, %s/trials.svg\n", out, out, out);
+    return 0;
+}
