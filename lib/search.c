@@ -26,6 +26,7 @@ typedef struct search {
     int budget_known;
     double budget;      /* bytes a trial may use */
     double safe_budget; /* budget shrunk so that a peak below it stays below the budget on re-runs */
+    double aim;         /* where proposals aim: the safe budget less the noise band */
     double spread;
     double hi_need;     /* lower bound on what the trial at hi needed; 0 = unknown */
     unsigned misses;    /* consecutive rejected proposals of the model */
@@ -209,11 +210,12 @@ static double granule_of(const double *y, unsigned n)
     return (double)g;
 }
 
-/* Where the line through (x0, y0) with the given slope reaches the safe
- * budget. */
+/* Where the line through (x0, y0) with the given slope reaches the aim.
+ * Under noise that is the lower edge of the band where acceptance is a coin
+ * toss: a size there passes, and nothing above can be certified. */
 static double crossing(const search *s, double x0, double y0, double slope)
 {
-    return x0 + (s->safe_budget - y0) / slope;
+    return x0 + (s->aim - y0) / slope;
 }
 
 /* Below a failure that said what it needed (a point above the curve). With
@@ -238,6 +240,28 @@ static int64_t propose_below_failure(search *s, double top_x, double top_y, doub
     /* Nothing above lo fits after such a jump: whatever fits above lo lies
      * before the jump, which only bisection can find. */
     return c <= s->lo ? propose_bisect(s) : clamp_inside(s, c);
+}
+
+/* A failure just above lo that said what it needed is a point above the
+ * curve. Where the slope from lo to it agrees (within 5%) with the slope of
+ * the points below - two independent estimates, which a workspace jump
+ * between them would pull apart - the next size's peak is bounded below by
+ * the flatter of the two, shaved by 5% and a granule. */
+static int certified_by_failure(const search *s, double top_x, double top_y, double slope,
+                                double granule)
+{
+    if (s->hi >= (int64_t)s->lattice.count || !(s->hi_need > top_y) || !(slope > 0.0))
+        return 0;
+    double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+    double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
+    if (!(fail_x > top_x))
+        return 0;
+    double need_slope = (s->hi_need - top_y) / (fail_x - top_x);
+    double flatter = need_slope < slope ? need_slope : slope;
+    double steeper = need_slope < slope ? slope : need_slope;
+    if (steeper - flatter > 0.05 * steeper)
+        return 0;
+    return top_y + 0.95 * flatter * (next_x - top_x) - granule > s->safe_budget;
 }
 
 /* The model strategy: fit the measured peaks, propose the largest lattice
@@ -277,7 +301,8 @@ static int propose_model(search *s, int64_t *next)
      * below, three points within 0.5% of the peak of a line count as one. A
      * jump that small moves its one-step extrapolation by far less than the
      * residual it adds to the tolerance. */
-    int certifiable = use >= 3 && fit.max_residual_bytes <= 2.0 * granule + noise + 0.005 * top_y;
+    int certifiable = (use >= 3 || (use == 2 && s->spread > 0.0)) &&
+                      fit.max_residual_bytes <= 2.0 * granule + noise + 0.005 * top_y;
     /* Not a single line: extrapolate from the secant of the two points
      * nearest the boundary. */
     double slope = 0.0;
@@ -286,6 +311,9 @@ static int propose_model(search *s, int64_t *next)
                           : (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
 
     if (s->misses) {
+        /* With one point, the baseline bounds the per-sample slope from above. */
+        if (n == 1 && s->result->baseline_known && top_y > (double)s->result->baseline_bytes)
+            slope = (top_y - (double)s->result->baseline_bytes) / top_x;
         *next = propose_below_failure(s, top_x, top_y, slope);
         return 0;
     }
@@ -296,9 +324,10 @@ static int propose_model(search *s, int64_t *next)
          * predicts still fits, one granule of rounding aside. */
         double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
         double grown = top_y - base;
-        double g = s->result->baseline_known ? (double)gcd_u64((uint64_t)top_y, (uint64_t)base) : 0.0;
-        if (grown < g)
-            grown = g;
+        /* The allocation granule divides both, hence what grew. */
+        double g = s->result->baseline_known && grown > 0.0
+                       ? (double)gcd_u64((uint64_t)top_y, (uint64_t)base)
+                       : 0.0;
         if (!(grown > 0.0) || grown < 2.0 * s->spread * top_y) {
             /* What the batch added is lost in the noise: move far enough
              * for the next point to rise above it. */
@@ -319,10 +348,7 @@ static int propose_model(search *s, int64_t *next)
      * all the points nearest the boundary says more. */
     if (s->spread > 0.0 && collinear)
         top_y = fit.intercept_bytes + fit.bytes_per_sample * top_x;
-    /* Under noise, aim at the lower edge of the band where acceptance is a
-     * coin toss: a size there passes, and nothing above can be certified. */
-    double band = s->spread * s->safe_budget;
-    int64_t c = index_floor_of(s, crossing(s, top_x, top_y + band, slope));
+    int64_t c = index_floor_of(s, crossing(s, top_x, top_y, slope));
     if (c > s->lo && c < s->hi) {
         *next = c;
         return 0;
@@ -346,10 +372,11 @@ static int propose_model(search *s, int64_t *next)
          * safe (it was accepted with room for the noise), so stop there.
          * Without noise, trust the line only where even its pessimistic end
          * (a granule of rounding and the fit's residual below it) is over. */
-        if (s->spread > 0.0 ? predicted + band > s->safe_budget
-                            : predicted - tolerance > s->safe_budget)
+        if (s->spread > 0.0 ? predicted > s->aim : predicted - tolerance > s->safe_budget)
             return 1;
     }
+    if (s->lo >= 0 && lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
+        return 1;
     /* Otherwise try the optimistic end, which bisects the band of uncertainty. */
     *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y - tolerance, slope)));
     if (*next > s->lo + 1 && *next < s->hi)
@@ -419,6 +446,7 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
      * p (1 + e) / (1 - e) on a re-run; accept only peaks that stay within the
      * budget even then. */
     s.safe_budget = s.budget * (1.0 - s.spread) / (1.0 + s.spread);
+    s.aim = s.safe_budget * (1.0 - s.spread);
 
     int rc = BATCHFIT_OK;
     unsigned trials = 0;
