@@ -39,7 +39,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_TARGETS := $(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/fuzz/%)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o) $(BUILD)/tests/support.o \
-            $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%.o)
+            $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%.o) $(BUILD)/bench/profiles.o
 RUNNER := $(BUILD)/tests/runner
 
 EXAMPLES := $(BUILD)/examples/sim_probe $(BUILD)/examples/trainer

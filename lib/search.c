@@ -348,7 +348,40 @@ static int propose_model(search *s, int64_t *next)
      * all the points nearest the boundary says more. */
     if (s->spread > 0.0 && collinear)
         top_y = fit.intercept_bytes + fit.bytes_per_sample * top_x;
-    int64_t c = index_floor_of(s, crossing(s, top_x, top_y, slope));
+    /* Under noise the slope itself is uncertain: propose with a slope two
+     * standard errors steeper (from the noise level and the spread of the
+     * points), so the proposal lands below the boundary and fits. */
+    double proposal_slope = slope;
+    if (s->spread > 0.0) {
+        double mean_x = 0.0, sxx = 0.0;
+        for (unsigned i = 0; i < use; i++)
+            mean_x += fx[i] / use;
+        for (unsigned i = 0; i < use; i++)
+            sxx += (fx[i] - mean_x) * (fx[i] - mean_x);
+        /* Uniform noise of relative width e has a standard deviation of e / sqrt(3). */
+        double sigma = s->spread * top_y / 1.7320508075688772;
+        if (sxx > 0.0)
+            proposal_slope += 2.0 * sigma / sqrt(sxx);
+    }
+    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
+    double next_x = s->lo + 1 < (int64_t)s->lattice.count
+                        ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1)
+                        : lo_x + 1.0;
+    /* Under noise, once the line puts the next size within a noise band of
+     * the aim, lo is as far as measurement can tell sizes apart: it was
+     * accepted with room for the noise, and every point nearer the boundary
+     * would only move the line by the noise again. */
+    if (s->spread > 0.0 && certifiable && s->lo >= 0 &&
+        top_y + slope * (next_x - top_x) > s->aim - s->spread * s->safe_budget)
+        return 1;
+    int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
+    if (s->spread > 0.0 && c <= s->lo) {
+        /* The careful slope says no further, the central one says there is
+         * room: go halfway into it. */
+        int64_t central = index_floor_of(s, crossing(s, top_x, top_y, slope));
+        if (central > s->lo + 1)
+            c = s->lo + 1 + (central - s->lo - 1) / 2;
+    }
     if (c > s->lo && c < s->hi) {
         *next = c;
         return 0;
@@ -360,11 +393,9 @@ static int propose_model(search *s, int64_t *next)
         return 0;
     }
     /* The model says lo + 1 does not fit. */
-    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
     double tolerance = granule + fit.max_residual_bytes + noise;
     /* Under noise the line is the fit's, wherever its top point lies. */
     if (certifiable && s->lo >= 0 && (lo_x == top_x || s->spread > 0.0)) {
-        double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
         double predicted = top_y + slope * (next_x - top_x);
         /* With trial-to-trial noise, a size whose expected peak is within
          * the noise band below the acceptance threshold is a coin toss that

@@ -1,5 +1,7 @@
 #include "test.h"
 
+#include "../bench/profiles.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -367,15 +369,10 @@ TEST(probe_every_allocation_failure_is_clean)
     CHECK(total > 8);
 }
 
-/* Seeded random profiles spanning small CNNs to large transformers: fixed
- * memory 5-90% of a 16-141 GiB device, a largest batch from 1 to 50,000,
- * 0-3 workspace jumps, 2 MiB granule. */
-typedef struct profile {
-    uint64_t capacity, fixed, per_sample;
-    uint64_t jump_batch[3], jump_bytes[3];
-    unsigned jumps;
-} profile;
-
+/* Seeded random profiles, harsher than the benchmark's families: fixed
+ * memory 5-90% of a 16-141 GiB device, a largest batch anywhere from 1 to
+ * 50,000 (so per-sample memory often below the 2 MiB granule), 0-3 jumps
+ * of up to 8% of the room. Peaks and truths come from bench/profiles.c. */
 static uint64_t rng_next(uint64_t *s)
 {
     uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
@@ -389,9 +386,12 @@ static double rng_unit(uint64_t *s)
     return (double)(rng_next(s) >> 11) * 0x1.0p-53;
 }
 
-static void make_profile(uint64_t *rng, profile *p)
+static void make_profile(uint64_t *rng, bench_profile *p)
 {
     double gib = 1073741824.0;
+    *p = (bench_profile){0};
+    p->family = "random";
+    p->granule = UINT64_C(2) << 20;
     p->capacity = (uint64_t)((16.0 + 125.0 * rng_unit(rng)) * gib);
     double fixed_share = 0.05 + 0.85 * rng_unit(rng);
     p->fixed = (uint64_t)(fixed_share * (double)p->capacity * 0.95);
@@ -403,44 +403,6 @@ static void make_profile(uint64_t *rng, profile *p)
         p->jump_batch[j] = 1 + (uint64_t)(rng_unit(rng) * target * 1.2);
         p->jump_bytes[j] = (uint64_t)(rng_unit(rng) * 0.08 * room);
     }
-}
-
-static int profile_spec(const profile *p, const char *extra, char *buf, size_t len)
-{
-    int n = snprintf(buf, len, "sim:capacity=%llu,fixed=%llu,per_sample=%llu,granule=2MiB%s",
-                     (unsigned long long)p->capacity, (unsigned long long)p->fixed,
-                     (unsigned long long)p->per_sample, extra);
-    for (unsigned j = 0; j < p->jumps; j++)
-        n += snprintf(buf + n, len - (size_t)n, ",jump=%llu:%llu",
-                      (unsigned long long)p->jump_batch[j], (unsigned long long)p->jump_bytes[j]);
-    return n;
-}
-
-static uint64_t round2m(double bytes)
-{
-    uint64_t g = UINT64_C(2) << 20;
-    uint64_t b = (uint64_t)bytes;
-    return (b + g - 1) / g * g;
-}
-
-/* The profile's peak at a batch, the way a device that rounds every
- * allocation to 2 MiB sees it; noise_top adds the top of the noise band. */
-static uint64_t profile_peak(const profile *p, uint64_t batch, double noise_top)
-{
-    double act = (double)p->per_sample * (double)batch;
-    for (unsigned j = 0; j < p->jumps; j++)
-        if (batch >= p->jump_batch[j])
-            act += (double)p->jump_bytes[j];
-    act += noise_top * ((double)p->fixed + act);
-    return round2m((double)p->fixed) + round2m(act);
-}
-
-static uint64_t profile_truth(const profile *p, uint64_t budget, uint64_t bound)
-{
-    uint64_t best = 0;
-    for (uint64_t b = 1; b <= bound && profile_peak(p, b, 0.0) <= budget; b++)
-        best = b;
-    return best;
 }
 
 static int compare_size(const void *a, const void *b)
@@ -457,10 +419,10 @@ TEST(probe_sim_profiles_exact_maximum)
     batchfit_ctx *ctx = test_ctx(NULL);
     size_t model_trials[150], bisect_total = 0, model_total = 0;
     for (int i = 0; i < 150; i++) {
-        profile p;
+        bench_profile p;
         make_profile(&rng, &p);
         char spec[512];
-        profile_spec(&p, "", spec, sizeof spec);
+        bench_profile_spec(&p, NULL, spec, sizeof spec);
         for (size_t s = 0; s < 3; s++) {
             batchfit_device *d = NULL;
             CHECK_EQ(batchfit_device_open(ctx, spec, &d), BATCHFIT_OK);
@@ -470,7 +432,7 @@ TEST(probe_sim_profiles_exact_maximum)
             o.requested_max = 65536;
             batchfit_result *r = NULL;
             int rc = batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r);
-            uint64_t truth = profile_truth(&p, r->budget.budget_bytes, 65536);
+            uint64_t truth = bench_profile_truth(&p, r->budget.budget_bytes, 65536, 0.0);
             if (truth == 0) {
                 CHECK_EQ(rc, BATCHFIT_E_MIN_DOES_NOT_FIT);
             } else {
@@ -508,13 +470,13 @@ TEST(probe_noise_never_yields_an_answer_that_fails_on_rerun)
     uint64_t rng = 777;
     batchfit_ctx *ctx = test_ctx(NULL);
     for (int i = 0; i < 60; i++) {
-        profile p;
+        bench_profile p;
         make_profile(&rng, &p);
-        double noise = 0.001 + 0.009 * rng_unit(&rng);
+        p.noise = (double)(uint64_t)((0.001 + 0.009 * rng_unit(&rng)) * 1e8) / 1e8;
         for (int s = 0; s < 5; s++) {
-            char extra[64], spec[512];
-            snprintf(extra, sizeof extra, ",noise=%.3f%%,seed=%d", noise * 100.0, i * 5 + s + 1);
-            profile_spec(&p, extra, spec, sizeof spec);
+            char spec[512];
+            p.seed = (uint64_t)(i * 5 + s + 1);
+            bench_profile_spec(&p, NULL, spec, sizeof spec);
             batchfit_device *d = NULL;
             CHECK_EQ(batchfit_device_open(ctx, spec, &d), BATCHFIT_OK);
             batchfit_options o;
@@ -526,14 +488,14 @@ TEST(probe_noise_never_yields_an_answer_that_fails_on_rerun)
             batchfit_device_free(d);
             if (rc == BATCHFIT_OK) {
                 /* Even the top of the noise band stays within the budget... */
-                CHECK(profile_peak(&p, r->batch_size, noise) <= r->budget.budget_bytes);
+                CHECK(bench_profile_peak(&p, r->batch_size, p.noise) <= r->budget.budget_bytes);
                 /* ...and so do real re-runs, under the same budget. */
                 char rerun[600];
                 char used[64];
-                snprintf(used, sizeof used, ",used=%llu,noise=%.3f%%,seed=%d",
-                         (unsigned long long)(p.capacity - r->budget.budget_bytes), noise * 100.0,
-                         1000 + i);
-                profile_spec(&p, used, rerun, sizeof rerun);
+                snprintf(used, sizeof used, ",used=%llu",
+                         (unsigned long long)(p.capacity - r->budget.budget_bytes));
+                p.seed = (uint64_t)(1000 + i);
+                bench_profile_spec(&p, used, rerun, sizeof rerun);
                 batchfit_device *again = NULL;
                 CHECK_EQ(batchfit_device_open(ctx, rerun, &again), BATCHFIT_OK);
                 const batchfit_step *step = batchfit_sim_step();
@@ -553,5 +515,38 @@ TEST(probe_noise_never_yields_an_answer_that_fails_on_rerun)
             batchfit_result_free(r);
         }
     }
+    batchfit_ctx_free(ctx);
+}
+
+/* The benchmark's own suite (its first 96 profiles, every family): the
+ * model strategy is exact where there is no noise, never unsafe where there
+ * is, and takes a median of at most 3 trials. make bench reports all 300. */
+TEST(probe_bench_suite_model_targets)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    size_t trials[96];
+    for (unsigned i = 0; i < 96; i++) {
+        bench_profile p;
+        bench_profile_make(20261129, i, &p);
+        char spec[1024];
+        bench_profile_spec(&p, NULL, spec, sizeof spec);
+        batchfit_device *d = NULL;
+        CHECK_EQ(batchfit_device_open(ctx, spec, &d), BATCHFIT_OK);
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.requested_max = 65536;
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+        uint64_t budget = r->budget.budget_bytes;
+        if (p.noise == 0.0)
+            CHECK_EQ(r->batch_size, bench_profile_truth(&p, budget, 65536, 0.0));
+        CHECK(bench_profile_peak(&p, r->batch_size, p.noise) <= budget);
+        trials[i] = r->trial_count;
+        batchfit_result_free(r);
+        batchfit_device_free(d);
+    }
+    qsort(trials, 96, sizeof trials[0], compare_size);
+    CHECK(trials[48] <= 3);
+    CHECK(trials[95] <= 12);
     batchfit_ctx_free(ctx);
 }
