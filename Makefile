@@ -27,7 +27,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 endif
 ALL_CFLAGS := $(WARNINGS) $(CPPFLAGS_ALL) $(CFLAGS) $(SAN_FLAGS)
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
-LIBS := -lm
+LIBS := -lm -ldl
 
 LIB_SRC := $(wildcard lib/*.c)
 LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
@@ -48,7 +48,10 @@ CLI_SRC := $(wildcard programs/*.c)
 CLI_OBJ := $(CLI_SRC:programs/%.c=$(BUILD)/programs/%.o)
 CLI := $(BUILD)/batchfit
 
-TEST_PROGS := $(BUILD)/tests/childtool
+FAKE_LIBS := $(BUILD)/fake/libcuda.so.1 $(BUILD)/fake/libcuda-missing.so \
+             $(BUILD)/fake/libnvidia-ml.so.1 $(BUILD)/fake/libnvidia-ml-v1.so \
+             $(BUILD)/fake/libnvidia-ml-missing.so
+TEST_PROGS := $(BUILD)/tests/childtool $(FAKE_LIBS)
 
 .PHONY: all lib cli test demo install uninstall clean examples fuzz bench
 
@@ -72,7 +75,33 @@ PLAIN_CFLAGS := $(WARNINGS) $(CPPFLAGS_ALL) $(CFLAGS)
 
 $(BUILD)/tests/childtool: tests/progs/childtool.c
 	@mkdir -p $(@D)
-	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(LDFLAGS)
+	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(LDFLAGS) -ldl
+
+# Fake NVIDIA libraries: the tests point BATCHFIT_CUDA_LIBRARY and
+# BATCHFIT_NVML_LIBRARY at them, so the backends' real dlopen/dlsym paths run.
+# They export the driver's symbols without its headers, hence no prototypes.
+FAKE_CFLAGS = $(PLAIN_CFLAGS) -Wno-missing-prototypes -shared -fPIC -fvisibility=hidden
+FAKE_GPU := tests/fake/fake_gpu.c tests/fake/fake_gpu.h
+
+$(BUILD)/fake/libcuda.so.1: tests/fake/fake_cuda.c $(FAKE_GPU)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< tests/fake/fake_gpu.c
+
+$(BUILD)/fake/libcuda-missing.so: tests/fake/fake_cuda.c $(FAKE_GPU)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -DFAKE_MISSING_SYMBOL -o $@ $< tests/fake/fake_gpu.c
+
+$(BUILD)/fake/libnvidia-ml.so.1: tests/fake/fake_nvml.c $(FAKE_GPU)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< tests/fake/fake_gpu.c
+
+$(BUILD)/fake/libnvidia-ml-v1.so: tests/fake/fake_nvml.c $(FAKE_GPU)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -DFAKE_NO_PROCESS_V2 -o $@ $< tests/fake/fake_gpu.c
+
+$(BUILD)/fake/libnvidia-ml-missing.so: tests/fake/fake_nvml.c $(FAKE_GPU)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -DFAKE_MISSING_SYMBOL -o $@ $< tests/fake/fake_gpu.c
 
 $(BUILD)/examples/trainer: examples/trainer.c
 	@mkdir -p $(@D)

@@ -179,8 +179,12 @@ typedef struct batchfit_device_s batchfit_device;
  * with batchfit_device_available() = 0 and a reason.
  *
  *   "host"               system RAM (MemTotal/MemAvailable), for CPU training.
- *   "cuda:N"             an NVIDIA GPU (reported unavailable until the NVIDIA
- *                        backends exist in this build).
+ *   "cuda:N"             the N-th NVIDIA GPU the CUDA driver shows (so
+ *                        CUDA_VISIBLE_DEVICES applies), through libcuda.so.1 and
+ *                        libnvidia-ml.so.1 loaded at run time
+ *                        (BATCHFIT_CUDA_LIBRARY / BATCHFIT_NVML_LIBRARY override
+ *                        the paths). Without a driver the device is returned
+ *                        unavailable, with the reason.
  *
  * sim keys: capacity=SIZE (required), used=SIZE (memory already taken by
  * others, default 0), fixed=SIZE (the step's memory independent of the
@@ -198,6 +202,38 @@ BATCHFIT_API int batchfit_device_available(const batchfit_device *device, const 
 /* Total and free bytes now. BATCHFIT_E_DEVICE (with last error) if unknown. */
 BATCHFIT_API int batchfit_device_memory(batchfit_device *device, uint64_t *total_out,
                                         uint64_t *free_out);
+/* Holds bytes of the device's memory as ballast, so that what runs next
+ * (a trial in this process or a child process) sees only the rest; *held
+ * is what was held (0 on a device that cannot hold memory for others, such
+ * as the host, where the watchdog keeps the budget instead). Released by
+ * batchfit_device_release() or when the device is freed. */
+BATCHFIT_API int batchfit_device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held);
+BATCHFIT_API void batchfit_device_release(batchfit_device *device);
+
+/* What a device is. */
+typedef struct batchfit_device_info {
+    size_t struct_size;        /* sizeof(batchfit_device_info), set by the caller */
+    char kind[16];             /* "cuda", "host", "sim" */
+    int available;
+    char reason[256];          /* why not, when unavailable */
+    int index;                 /* cuda:N */
+    char name[96];             /* "NVIDIA H200" */
+    char uuid[96];             /* "GPU-xxxxxxxx-...", "" if unknown */
+    char pci_bus_id[32];       /* "0000:3B:00.0", "" if unknown */
+    int per_process_memory;    /* 1 if NVML reports what each process uses */
+    char per_process_note[256];/* why not, when it does not */
+} batchfit_device_info;
+
+BATCHFIT_API int batchfit_device_describe(const batchfit_device *device, batchfit_device_info *info);
+
+/* How many CUDA devices the driver shows (after CUDA_VISIBLE_DEVICES).
+ * BATCHFIT_E_NO_DEVICE with the reason in why when the driver cannot be used. */
+BATCHFIT_API int batchfit_cuda_device_count(batchfit_ctx *ctx, unsigned *count, char *why,
+                                            size_t why_len);
+
+/* Whether NVML loads and initialises here; why not in why. */
+BATCHFIT_API int batchfit_nvml_available(char *why, size_t why_len);
+
 /* Peak measurement for callers that run steps themselves: reset the
  * device's high-water mark of this process's memory to what is in use now,
  * then read the peak since. BATCHFIT_E_DEVICE where the device cannot
@@ -503,6 +539,11 @@ typedef struct batchfit_runner_options {
     int show_output;             /* copy the child's output to our stderr */
     batchfit_cgroups cgroups;
     const batchfit_oom_table *oom; /* NULL = the built-in table */
+    /* A GPU whose memory the trial uses (NULL: host memory). Its per-process
+     * usage of the trial's process tree is sampled (NVML), the watchdog and
+     * the judged peak use it, and the drop in the device's free memory is
+     * kept as a cross-check. */
+    batchfit_device *device;
 } batchfit_runner_options;
 
 BATCHFIT_API void batchfit_runner_options_init(batchfit_runner_options *opts);
@@ -519,7 +560,13 @@ typedef struct batchfit_child_detail {
     uint64_t peak_bytes;         /* the peak judged: cgroup peak, else sampled/rusage RSS */
     uint64_t sampled_peak_bytes; /* the largest sample of the process tree's memory */
     uint64_t rusage_peak_bytes;  /* wait4's ru_maxrss of the main process */
-    const char *peak_source;     /* "cgroup-v2 memory.peak", "cgroup-v1 ...", "rusage+sampling" */
+    const char *peak_source;     /* "cgroup-v2 memory.peak", "cgroup-v1 ...", "rusage+sampling",
+                                    "nvml per-process sampling", "device free memory" */
+    int device_peak_known;       /* with a GPU: the sampled per-process peak */
+    uint64_t device_peak_bytes;
+    int device_free_drop_known;  /* the largest drop in the device's free memory */
+    uint64_t device_free_drop_bytes;
+    uint64_t host_peak_bytes;    /* the host memory peak, kept when a GPU is judged */
     char oom_signature[96];      /* the matching signature's source, "" if none */
     char tail[2048];             /* the last lines of the child's output */
 } batchfit_child_detail;

@@ -34,7 +34,7 @@ struct batchfit_runner_s {
     const batchfit_oom_table *oom;
     batchfit__cgroup cg;
     batchfit__pidset seen;
-    char mechanisms[512];
+    char mechanisms[1024];
 };
 
 static volatile sig_atomic_t interrupt_requested;
@@ -112,8 +112,16 @@ int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opt
     int n = snprintf(r->mechanisms, sizeof r->mechanisms, "peak: %s%s%s; watchdog: %s",
                      peak, r->cg.version ? "" : r->cg.why_not, r->cg.version ? "" : ")",
                      opts->watchdog && opts->budget_bytes ? "sampling" : "off");
+    /* Each piece is short; the buffer holds them all. */
     if (opts->watchdog && opts->budget_bytes)
         n += snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n, " every %.0f ms",
+                      opts->sample_interval * 1000.0);
+    if (opts->device)
+        n += snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n,
+                      "; gpu peak: %s every %.0f ms, with the device's free memory as a "
+                      "cross-check",
+                      opts->device->ops->process_usage ? "nvml per-process sampling"
+                                                       : "device free memory",
                       opts->sample_interval * 1000.0);
     if (opts->enforce)
         snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n, "; hard cap: %s",
@@ -166,15 +174,22 @@ static int launch_build(batchfit_runner *r, uint64_t batch, launch *l)
     size_t env_count = 0;
     while (environ && environ[env_count])
         env_count++;
-    char batch_env[64], vram_env[96] = "";
+    char batch_env[64], vram_env[96] = "", visible_env[160] = "";
     snprintf(batch_env, sizeof batch_env, "BATCHFIT_BATCH_SIZE=%llu", (unsigned long long)batch);
     if (r->opts.vram_limit_gb)
         snprintf(vram_env, sizeof vram_env, "VRAM_LIMIT_GB=%s", r->opts.vram_limit_gb);
-    size_t total = strlen(batch_env) + strlen(vram_env) + 2;
+    /* The trial runs on the probed GPU: it is the only one it sees. */
+    batchfit_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (r->opts.device && batchfit_device_describe(r->opts.device, &info) == BATCHFIT_OK &&
+        info.uuid[0])
+        snprintf(visible_env, sizeof visible_env, "CUDA_VISIBLE_DEVICES=%s", info.uuid);
+    size_t total = strlen(batch_env) + strlen(vram_env) + strlen(visible_env) + 3;
     for (size_t i = 0; i < r->argc; i++)
         total += batchfit__template_expand(r->opts.argv[i], batch, NULL, 0) + 1;
     l->argv = batchfit__calloc(a, r->argc + 1, sizeof *l->argv);
-    l->envp = batchfit__calloc(a, env_count + 3, sizeof *l->envp);
+    l->envp = batchfit__calloc(a, env_count + 4, sizeof *l->envp);
     l->strings = batchfit__alloc(a, total);
     if (!l->argv || !l->envp || !l->strings) {
         launch_free(a, l);
@@ -189,7 +204,8 @@ static int launch_build(batchfit_runner *r, uint64_t batch, launch *l)
     size_t e = 0;
     for (size_t i = 0; i < env_count; i++) {
         if (strncmp(environ[i], "BATCHFIT_BATCH_SIZE=", 20) == 0 ||
-            (r->opts.vram_limit_gb && strncmp(environ[i], "VRAM_LIMIT_GB=", 14) == 0))
+            (r->opts.vram_limit_gb && strncmp(environ[i], "VRAM_LIMIT_GB=", 14) == 0) ||
+            (visible_env[0] && strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) == 0))
             continue;
         l->envp[e++] = environ[i];
     }
@@ -198,6 +214,11 @@ static int launch_build(batchfit_runner *r, uint64_t batch, launch *l)
     p += strlen(batch_env) + 1;
     if (vram_env[0]) {
         memcpy(p, vram_env, strlen(vram_env) + 1);
+        l->envp[e++] = p;
+        p += strlen(vram_env) + 1;
+    }
+    if (visible_env[0]) {
+        memcpy(p, visible_env, strlen(visible_env) + 1);
         l->envp[e++] = p;
     }
     return BATCHFIT_OK;
@@ -408,6 +429,11 @@ static void kill_everything(batchfit_runner *r, pid_t pgid)
 }
 
 typedef struct watch {
+    int device_known;         /* per-process usage of the device was read */
+    uint64_t device_peak;
+    int free_known;
+    uint64_t free_start;
+    uint64_t free_min;
     double start;
     double term_sent;
     int timed_out;
@@ -417,23 +443,62 @@ typedef struct watch {
     int status;
     struct rusage usage;
     uint64_t sampled_peak;
+    uint64_t watchdog_seen; /* the sample that passed the budget */
 } watch;
 
 /* Samples the trial's memory with the same measure its peak is judged by:
  * the cgroup's charge where there is a cgroup (resident shared libraries
  * charged elsewhere do not count), else the process tree's RSS. The tree
  * is walked either way, so every descendant is known for the cleanup. */
+/* The trial's memory on its GPU: what NVML says the processes of its tree
+ * use, and the drop in the device's free memory since the trial began. */
+static void sample_device(batchfit_runner *r, pid_t pid, watch *w, uint64_t *now)
+{
+    batchfit_device *dev = r->opts.device;
+    long pids[BATCHFIT__PIDSET_MAX + 1];
+    unsigned n = 0;
+    pids[n++] = (long)pid;
+    for (unsigned i = 0; i < r->seen.count && n < BATCHFIT__PIDSET_MAX + 1; i++)
+        pids[n++] = r->seen.pid[i];
+    uint64_t used = 0, total = 0, free_bytes = 0;
+    if (dev->ops->process_usage && dev->ops->process_usage(dev, pids, n, &used) == BATCHFIT_OK) {
+        w->device_known = 1;
+        if (used > w->device_peak)
+            w->device_peak = used;
+        *now = used;
+    }
+    if (dev->ops->memory(dev, &total, &free_bytes) == BATCHFIT_OK) {
+        if (!w->free_known) {
+            w->free_known = 1;
+            w->free_start = w->free_min = free_bytes;
+        } else if (free_bytes < w->free_min) {
+            w->free_min = free_bytes;
+        }
+        if (!w->device_known)
+            *now = w->free_start - w->free_min;
+    }
+}
+
+/* Samples the trial's memory with the same measure its peak is judged by:
+ * on a GPU, the device's; on the host, the cgroup's charge where there is
+ * a cgroup (resident shared libraries charged elsewhere do not count), else
+ * the process tree's RSS. The tree is walked either way, so every
+ * descendant is known for the cleanup. */
 static void sample_memory(batchfit_runner *r, pid_t pid, watch *w)
 {
-    uint64_t now = 0, tree = 0;
+    uint64_t now = 0, tree = 0, host = 0;
     int have_tree = batchfit__proc_tree_rss(pid, &r->seen, &tree) == 0;
-    if (!(r->cg.path[0] && batchfit__cgroup_usage(&r->cg, &now) == 0) && have_tree)
-        now = tree;
-    if (now > w->sampled_peak)
-        w->sampled_peak = now;
+    if (!(r->cg.path[0] && batchfit__cgroup_usage(&r->cg, &host) == 0) && have_tree)
+        host = tree;
+    if (host > w->sampled_peak)
+        w->sampled_peak = host;
+    now = host;
+    if (r->opts.device)
+        sample_device(r, pid, w, &now);
     if (!w->done && !w->watchdog_stopped && r->opts.watchdog && r->opts.budget_bytes &&
         now > r->opts.budget_bytes) {
         w->watchdog_stopped = 1;
+        w->watchdog_seen = now;
         kill(-pid, SIGKILL);
     }
 }
@@ -510,7 +575,19 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
                                                                : d->rusage_peak_bytes;
         d->peak_source = "rusage+sampling";
     }
-    d->peak_known = d->peak_bytes > 0;
+    d->host_peak_bytes = d->peak_bytes;
+    d->device_peak_known = w->device_known;
+    d->device_peak_bytes = w->device_peak;
+    d->device_free_drop_known = w->free_known;
+    d->device_free_drop_bytes = w->free_known ? w->free_start - w->free_min : 0;
+    if (r->opts.device) {
+        /* On a GPU the trial is judged by its GPU memory. */
+        d->peak_bytes = w->device_known ? w->device_peak : d->device_free_drop_bytes;
+        d->peak_source = w->device_known ? "nvml per-process sampling" : "device free memory";
+        d->peak_known = w->device_known || w->free_known;
+    } else {
+        d->peak_known = d->peak_bytes > 0;
+    }
     if (r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0 && kills > 0)
         d->oom_killed = 1;
     batchfit__copy(d->oom_signature, sizeof d->oom_signature, o->oom_source);
@@ -529,9 +606,9 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
     if (w->watchdog_stopped) {
         format_size(r->opts.budget_bytes, limit, sizeof limit);
         trial->outcome = BATCHFIT_OOM;
-        trial->peak_bytes = w->sampled_peak;
+        trial->peak_bytes = w->watchdog_seen;
         trial->peak_known = 1;
-        format_size(w->sampled_peak, peak, sizeof peak);
+        format_size(w->watchdog_seen, peak, sizeof peak);
         snprintf(trial->message, sizeof trial->message,
                  "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
                  limit);
@@ -540,7 +617,7 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
     if (o->oom_source[0]) {
         trial->outcome = BATCHFIT_OOM;
         /* What it had plus what it asked for is a lower bound on its need. */
-        trial->peak_bytes = w->sampled_peak + o->tried_bytes;
+        trial->peak_bytes = (r->opts.device ? d->peak_bytes : w->sampled_peak) + o->tried_bytes;
         trial->peak_known = trial->peak_bytes > 0;
         int room = (int)sizeof trial->message - 20 - (int)strlen(o->oom_source);
         snprintf(trial->message, sizeof trial->message, "out of memory (%s): %.*s",

@@ -5,38 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void none_destroy(batchfit_device *dev)
-{
-    (void)dev;
-}
-
-static int none_memory(batchfit_device *dev, uint64_t *total, uint64_t *free_bytes)
-{
-    (void)total;
-    (void)free_bytes;
-    return batchfit__fail(dev->ctx, BATCHFIT_E_NO_DEVICE, "%s", dev->reason);
-}
-
-static const batchfit_device_ops cuda_missing_ops = {
-    "cuda", none_destroy, none_memory, NULL, NULL, NULL, NULL, NULL,
-};
-
-/* A CUDA device is part of the spec grammar, but this build has no NVIDIA
- * backend yet: the device exists and says so, and the caller falls back. */
-static int cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *dev)
-{
-    uint64_t n;
-    char err[BATCHFIT_ERRMSG_MAX];
-    if (strcmp(index, "0") != 0 &&
-        batchfit_parse_count(index, "cuda device index", 1024, &n, err, sizeof err) != 0)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "%s", err);
-    dev->ops = &cuda_missing_ops;
-    dev->available = 0;
-    snprintf(dev->reason, sizeof dev->reason,
-             "this build of batchfit has no NVIDIA (NVML/CUDA driver) backend yet");
-    return BATCHFIT_OK;
-}
-
 int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out)
 {
     if (!ctx || !spec || !out)
@@ -54,7 +22,7 @@ int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **
     } else if (strcmp(spec, "host") == 0) {
         rc = batchfit__host_open(ctx, dev);
     } else if (strncmp(spec, "cuda:", 5) == 0) {
-        rc = cuda_open(ctx, spec + 5, dev);
+        rc = batchfit__cuda_open(ctx, spec + 5, dev);
     } else {
         rc = batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                             "unknown device \"%s\" (expected host, cuda:N or sim:KEY=VALUE,...)",
@@ -102,6 +70,28 @@ int batchfit_device_memory(batchfit_device *device, uint64_t *total_out, uint64_
         return batchfit__fail(device->ctx, BATCHFIT_E_NO_DEVICE, "device unavailable: %s",
                               device->reason);
     return device->ops->memory(device, total_out, free_out);
+}
+
+int batchfit_device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held)
+{
+    if (!device || !held)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    *held = 0;
+    if (!device->available)
+        return batchfit__fail(device->ctx, BATCHFIT_E_NO_DEVICE, "device unavailable: %s",
+                              device->reason);
+    if (!device->ops->hold || bytes == 0)
+        return BATCHFIT_OK;
+    int rc = device->ops->hold(device, bytes);
+    if (rc == BATCHFIT_OK)
+        *held = bytes;
+    return rc;
+}
+
+void batchfit_device_release(batchfit_device *device)
+{
+    if (device && device->available && device->ops->release_hold)
+        device->ops->release_hold(device);
 }
 
 int batchfit_device_peak_reset(batchfit_device *device)

@@ -85,6 +85,8 @@ typedef struct batchfit_device_ops {
     void (*release_hold)(batchfit_device *dev);
     /* Memory the calling process holds on the device now; optional. */
     int (*usage)(batchfit_device *dev, uint64_t *bytes);
+    /* Memory the given processes hold on the device (NVML); optional. */
+    int (*process_usage)(batchfit_device *dev, const long *pids, unsigned npids, uint64_t *bytes);
     /* Peak measurement around a trial; optional (NULL = cannot measure). */
     void (*peak_begin)(batchfit_device *dev);
     int (*peak_end)(batchfit_device *dev, uint64_t *peak);
@@ -95,13 +97,68 @@ struct batchfit_device_s {
     const batchfit_device_ops *ops;
     int available;
     char reason[BATCHFIT_ERRMSG_MAX];
+    char note[BATCHFIT_ERRMSG_MAX]; /* a limitation of a usable device */
     double peak_spread;
     void *backend;
 };
 
-/* device_sim.c, device_host.c */
+/* device_sim.c, device_host.c, device_cuda.c */
 int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *dev);
 int batchfit__host_open(batchfit_ctx *ctx, batchfit_device *dev);
+int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *dev);
+
+/* nvml.c: NVML loaded with dlopen. Function pointers are untyped where the
+ * NVML types are opaque handles. */
+typedef struct batchfit__nvml {
+    void *handle;
+    int initialized;
+    char error[256];
+    int (*init)(void);
+    int (*shutdown)(void);
+    int (*device_count)(unsigned *count);
+    int (*by_index)(unsigned index, void **dev);
+    int (*by_uuid)(const char *uuid, void **dev);
+    int (*name)(void *dev, char *buf, unsigned len);
+    int (*uuid)(void *dev, char *buf, unsigned len);
+    int (*memory_v1)(void *dev, void *memory);
+    int (*memory_v2)(void *dev, void *memory);
+    int (*pci)(void *dev, void *pci_info);
+    int (*processes_v3)(void *dev, unsigned *count, void *infos);
+    int (*processes_v2)(void *dev, unsigned *count, void *infos);
+    int (*processes_v1)(void *dev, unsigned *count, void *infos);
+    const char *(*error_string)(int rc);
+} batchfit__nvml;
+int batchfit__nvml_load(batchfit__nvml *n);
+void batchfit__nvml_unload(batchfit__nvml *n);
+const char *batchfit__nvml_strerror(const batchfit__nvml *n, int rc);
+int batchfit__nvml_memory(const batchfit__nvml *n, void *dev, uint64_t *total, uint64_t *free_bytes);
+int batchfit__nvml_process_usage(const batchfit__nvml *n, const batchfit_allocator *a, void *dev,
+                                 const long *pids, unsigned npids, uint64_t *bytes);
+
+/* cuda.c: the CUDA driver API loaded with dlopen. */
+typedef struct batchfit__cuda {
+    void *handle;
+    char error[256];
+    int (*init)(unsigned flags);
+    int (*device_count)(int *count);
+    int (*device_get)(int *dev, int ordinal);
+    int (*name)(char *buf, int len, int dev);
+    int (*total_mem)(size_t *bytes, int dev);
+    int (*ctx_retain)(void **ctx, int dev);
+    int (*ctx_release)(int dev);
+    int (*ctx_set_current)(void *ctx);
+    int (*mem_get_info)(size_t *free_bytes, size_t *total);
+    int (*mem_alloc)(unsigned long long *ptr, size_t bytes);
+    int (*mem_free)(unsigned long long ptr);
+    int (*uuid)(unsigned char *uuid16, int dev);
+    int (*pci_bus_id)(char *buf, int len, int dev);
+    int (*driver_version)(int *version);
+    int (*error_name)(int rc, const char **name);
+} batchfit__cuda;
+int batchfit__cuda_load(batchfit__cuda *c);
+void batchfit__cuda_unload(batchfit__cuda *c);
+const char *batchfit__cuda_strerror(const batchfit__cuda *c, int rc);
+void batchfit__cuda_format_uuid(const unsigned char raw[16], char *out, size_t len);
 
 /* json.c: the top-level "max_batch_size" of a JSON text. */
 int batchfit__json_requested(const char *text, size_t len, const char *what, uint64_t *out,

@@ -4,19 +4,15 @@
 
 #include <string.h>
 
-typedef struct backend_row {
-    const char *name;
-    const char *spec;
-    const char *what;
-} backend_row;
+#define MAX_GPUS 64
 
-static const backend_row backends[] = {
-    {"cuda", "cuda:0", "NVIDIA GPUs through NVML and the CUDA driver (loaded at run time)"},
-    {"host", "host", "system RAM, for CPU training"},
-    {"sim", "sim:capacity=16GiB", "a simulated device for tests, demos and benchmarks"},
-};
-
-#define BACKEND_COUNT (sizeof backends / sizeof backends[0])
+static void print_memory(const char *label, uint64_t total, uint64_t free_bytes)
+{
+    char t[32], f[32];
+    cli_format_bytes((double)total, t, sizeof t);
+    cli_format_bytes((double)free_bytes, f, sizeof f);
+    printf("%s%s total, %s free\n", label, t, f);
+}
 
 int cli_info(int argc, char **argv)
 {
@@ -35,69 +31,131 @@ int cli_info(int argc, char **argv)
     batchfit_ctx *ctx = NULL;
     if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
         return EXIT_INTERNAL;
-    batchfit_device *devices[BACKEND_COUNT] = {NULL};
-    const char *auto_pick = "host";
-    for (size_t i = 0; i < BACKEND_COUNT; i++) {
-        if (batchfit_device_open(ctx, backends[i].spec, &devices[i]) != BATCHFIT_OK)
-            devices[i] = NULL;
-        if (i == 0 && devices[i] && batchfit_device_available(devices[i], NULL))
-            auto_pick = "cuda:0";
+    char cuda_why[256] = "", nvml_why[256] = "";
+    unsigned gpus = 0;
+    int cuda_ok = batchfit_cuda_device_count(ctx, &gpus, cuda_why, sizeof cuda_why) == BATCHFIT_OK;
+    int nvml_ok = batchfit_nvml_available(nvml_why, sizeof nvml_why);
+    if (gpus > MAX_GPUS)
+        gpus = MAX_GPUS;
+    batchfit_device *gpu[MAX_GPUS] = {NULL};
+    for (unsigned i = 0; i < gpus; i++) {
+        char spec[32];
+        snprintf(spec, sizeof spec, "cuda:%u", i);
+        if (batchfit_device_open(ctx, spec, &gpu[i]) != BATCHFIT_OK)
+            gpu[i] = NULL;
     }
-    json_writer w;
+    batchfit_device *host = NULL;
+    batchfit_device_open(ctx, "host", &host);
+    const char *auto_pick = gpus && gpu[0] && batchfit_device_available(gpu[0], NULL) ? "cuda:0"
+                                                                                     : "host";
+    uint64_t host_total = 0, host_free = 0;
+    int host_ok = host && batchfit_device_available(host, NULL) &&
+                  batchfit_device_memory(host, &host_total, &host_free) == BATCHFIT_OK;
     if (json) {
+        json_writer w;
         jw_begin(&w, stdout);
         jw_object(&w, NULL);
         jw_u64(&w, "schema_version", 1);
         jw_string(&w, "batchfit_version", batchfit_version_string());
         jw_array(&w, "backends");
-    } else {
-        printf("batchfit %s\n\nbackends:\n", batchfit_version_string());
-    }
-    for (size_t i = 0; i < BACKEND_COUNT; i++) {
-        const char *why = "";
-        int ok = devices[i] && batchfit_device_available(devices[i], &why);
-        uint64_t total = 0, free_bytes = 0;
-        int mem = ok && strcmp(backends[i].name, "sim") != 0 &&
-                  batchfit_device_memory(devices[i], &total, &free_bytes) == BATCHFIT_OK;
-        if (json) {
+        const struct {
+            const char *name;
+            int ok;
+            const char *why;
+        } rows[] = {{"cuda", cuda_ok && gpus > 0, cuda_ok ? (gpus ? NULL : cuda_why) : cuda_why},
+                    {"nvml", nvml_ok, nvml_ok ? NULL : nvml_why},
+                    {"host", host_ok, host_ok ? NULL : "cannot read /proc/meminfo"},
+                    {"sim", 1, NULL}};
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             jw_object(&w, NULL);
-            jw_string(&w, "name", backends[i].name);
-            jw_string(&w, "description", backends[i].what);
-            jw_bool(&w, "available", ok);
-            jw_string(&w, "reason", ok ? NULL : why);
-            jw_array(&w, "devices");
+            jw_string(&w, "name", rows[i].name);
+            jw_bool(&w, "available", rows[i].ok);
+            jw_string(&w, "reason", rows[i].ok ? NULL : rows[i].why);
+            jw_end_object(&w);
+        }
+        jw_end_array(&w);
+        jw_array(&w, "devices");
+        for (unsigned i = 0; i < gpus; i++) {
+            batchfit_device_info info;
+            memset(&info, 0, sizeof info);
+            info.struct_size = sizeof info;
+            if (!gpu[i] || batchfit_device_describe(gpu[i], &info) != BATCHFIT_OK)
+                continue;
+            uint64_t total = 0, free_bytes = 0;
+            int mem = info.available &&
+                      batchfit_device_memory(gpu[i], &total, &free_bytes) == BATCHFIT_OK;
+            jw_object(&w, NULL);
+            char spec[32];
+            snprintf(spec, sizeof spec, "cuda:%u", i);
+            jw_string(&w, "spec", spec);
+            jw_u64(&w, "index", i);
+            jw_string(&w, "name", info.name);
+            jw_string(&w, "uuid", info.uuid[0] ? info.uuid : NULL);
+            jw_string(&w, "pci_bus_id", info.pci_bus_id[0] ? info.pci_bus_id : NULL);
+            jw_bool(&w, "available", info.available);
+            jw_string(&w, "reason", info.available ? NULL : info.reason);
             if (mem) {
-                jw_object(&w, NULL);
-                jw_u64(&w, "index", 0);
-                jw_string(&w, "spec", backends[i].spec);
                 jw_u64(&w, "total_bytes", total);
                 jw_u64(&w, "free_bytes", free_bytes);
-                jw_end_object(&w);
+            } else {
+                jw_null(&w, "total_bytes");
+                jw_null(&w, "free_bytes");
             }
-            jw_end_array(&w);
+            jw_bool(&w, "per_process_memory", info.per_process_memory);
             jw_end_object(&w);
-        } else {
-            printf("  %-5s %s: %s%s\n", backends[i].name, ok ? "available" : "unavailable",
-                   ok ? backends[i].what : why, "");
-            if (mem) {
-                char t[32], f[32];
-                cli_format_bytes((double)total, t, sizeof t);
-                cli_format_bytes((double)free_bytes, f, sizeof f);
-                printf("        device %s: %s total, %s free\n", backends[i].spec, t, f);
-            }
-            if (strcmp(backends[i].name, "sim") == 0)
-                printf("        use --device sim:capacity=SIZE,fixed=SIZE,per_sample=SIZE,...\n");
         }
-    }
-    if (json) {
+        if (host_ok) {
+            jw_object(&w, NULL);
+            jw_string(&w, "spec", "host");
+            jw_string(&w, "name", "host RAM");
+            jw_bool(&w, "available", 1);
+            jw_u64(&w, "total_bytes", host_total);
+            jw_u64(&w, "free_bytes", host_free);
+            jw_end_object(&w);
+        }
         jw_end_array(&w);
         jw_string(&w, "auto", auto_pick);
         jw_end_object(&w);
     } else {
+        printf("batchfit %s\n\nbackends:\n", batchfit_version_string());
+        if (cuda_ok && gpus)
+            printf("  cuda  available: %u visible device%s\n", gpus, gpus == 1 ? "" : "s");
+        else
+            printf("  cuda  unavailable: %s\n", cuda_why);
+        if (nvml_ok)
+            printf("  nvml  available: per-process GPU memory\n");
+        else
+            printf("  nvml  unavailable: %s\n", nvml_why);
+        if (host_ok)
+            printf("  host  available: system RAM, for CPU training\n");
+        else
+            printf("  host  unavailable: cannot read /proc/meminfo\n");
+        printf("  sim   available: a simulated device for tests, demos and benchmarks\n"
+               "        use --device sim:capacity=SIZE,fixed=SIZE,per_sample=SIZE,...\n");
+        printf("\ndevices:\n");
+        for (unsigned i = 0; i < gpus; i++) {
+            batchfit_device_info info;
+            memset(&info, 0, sizeof info);
+            info.struct_size = sizeof info;
+            if (!gpu[i] || batchfit_device_describe(gpu[i], &info) != BATCHFIT_OK)
+                continue;
+            printf("  cuda:%u  %s  %s  %s\n", i, info.name, info.uuid[0] ? info.uuid : "-",
+                   info.pci_bus_id[0] ? info.pci_bus_id : "-");
+            uint64_t total = 0, free_bytes = 0;
+            if (!info.available)
+                printf("          unavailable: %s\n", info.reason);
+            else if (batchfit_device_memory(gpu[i], &total, &free_bytes) == BATCHFIT_OK)
+                print_memory("          ", total, free_bytes);
+            if (info.available && !info.per_process_memory)
+                printf("          no per-process memory: %s\n", info.per_process_note);
+        }
+        if (host_ok)
+            print_memory("  host    ", host_total, host_free);
         printf("\n--device auto picks: %s\n", auto_pick);
     }
-    for (size_t i = 0; i < BACKEND_COUNT; i++)
-        batchfit_device_free(devices[i]);
+    for (unsigned i = 0; i < gpus; i++)
+        batchfit_device_free(gpu[i]);
+    batchfit_device_free(host);
     batchfit_ctx_free(ctx);
     return EXIT_FOUND;
 }

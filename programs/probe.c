@@ -436,6 +436,14 @@ static void write_json(session *s, FILE *f)
     jw_object(&w, "device");
     jw_string(&w, "spec", s->cli->device_spec);
     jw_string(&w, "kind", s->device ? batchfit_device_kind(s->device) : NULL);
+    batchfit_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (s->device && batchfit_device_describe(s->device, &info) == BATCHFIT_OK) {
+        jw_string(&w, "name", info.name);
+        jw_string(&w, "uuid", info.uuid[0] ? info.uuid : NULL);
+        jw_string(&w, "pci_bus_id", info.pci_bus_id[0] ? info.pci_bus_id : NULL);
+    }
     if (r && r->budget.known) {
         jw_u64(&w, "total_bytes", r->budget.total_bytes);
         jw_u64(&w, "free_bytes", r->budget.free_bytes);
@@ -490,6 +498,7 @@ static void write_json(session *s, FILE *f)
     jw_string(&w, "strategy", batchfit_strategy_name(s->cli->opts.strategy));
     jw_string(&w, "mechanisms", s->runner ? batchfit_runner_mechanisms(s->runner)
                                           : "in-process trials on the device");
+    jw_double(&w, "sample_interval_ms", s->cli->sample_interval);
     jw_array(&w, "trials");
     for (size_t i = 0; r && i < r->trial_count; i++) {
         const batchfit_trial *t = &r->trials[i];
@@ -514,6 +523,15 @@ static void write_json(session *s, FILE *f)
         if (d) {
             jw_string(&w, "peak_source", d->peak_source);
             jw_u64(&w, "sampled_peak_bytes", d->sampled_peak_bytes);
+            jw_u64(&w, "host_peak_bytes", d->host_peak_bytes);
+            if (d->device_peak_known)
+                jw_u64(&w, "device_peak_bytes", d->device_peak_bytes);
+            else
+                jw_null(&w, "device_peak_bytes");
+            if (d->device_free_drop_known)
+                jw_u64(&w, "device_free_drop_bytes", d->device_free_drop_bytes);
+            else
+                jw_null(&w, "device_free_drop_bytes");
             jw_string(&w, "oom_signature", d->oom_signature[0] ? d->oom_signature : NULL);
         }
         jw_double(&w, "seconds", t->seconds);
@@ -657,8 +675,12 @@ static int open_device(session *s)
             batchfit_device_available(gpu, &why)) {
             s->device = gpu;
             c->device_spec = "cuda:0";
+            batchfit_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+            batchfit_device_describe(gpu, &info);
             if (!c->quiet)
-                fprintf(stderr, "batchfit: device cuda:0 (auto)\n");
+                fprintf(stderr, "batchfit: device cuda:0 (auto: %s %s)\n", info.name, info.uuid);
             return 0;
         }
         if (!c->quiet)
@@ -763,6 +785,9 @@ static int run_child_probe(session *s)
     ro.show_output = c->show_output;
     ro.cgroups = c->no_cgroup ? BATCHFIT_CGROUPS_OFF : BATCHFIT_CGROUPS_AUTO;
     ro.oom = oom;
+    int gpu = strcmp(batchfit_device_kind(s->device), "cuda") == 0;
+    if (gpu)
+        ro.device = s->device;
     if (c->opts.vram_limit_bytes) {
         snprintf(vram_text, sizeof vram_text, "%.9g", (double)c->opts.vram_limit_bytes / 1073741824.0);
         ro.vram_limit_gb = vram_text;
@@ -778,8 +803,28 @@ static int run_child_probe(session *s)
                         "only through BATCHFIT_BATCH_SIZE\n");
     if (!c->quiet && c->style)
         fprintf(stderr, "batchfit: %s\n", batchfit_runner_mechanisms(s->runner));
+    /* On a GPU the margin and the VRAM limit become real: what the trials
+     * must not use is held as ballast while they run. */
+    batchfit_budget *b = &s->result->budget;
+    if (gpu && b->free_bytes > b->budget_bytes) {
+        rc = batchfit_device_hold(s->device, b->free_bytes - b->budget_bytes, &b->held_bytes);
+        if (rc) {
+            snprintf(s->error, sizeof s->error, "%s", batchfit_ctx_last_error(s->ctx));
+            fprintf(stderr, "batchfit probe: %s\n", s->error);
+            batchfit_oom_table_free(oom);
+            s->code = rc;
+            return cli_exit_code(rc, 0);
+        }
+        if (!c->quiet && c->style) {
+            char held[32];
+            cli_format_bytes((double)b->held_bytes, held, sizeof held);
+            fprintf(stderr, "batchfit: holding %s of ballast on %s while trials run\n", held,
+                    c->device_spec);
+        }
+    }
     export_json(s, 0);
     s->code = batchfit_search(s->ctx, &c->opts, child_oracle, s, s->result);
+    batchfit_device_release(s->device);
     batchfit_oom_table_free(oom);
     return 0;
 }

@@ -34,8 +34,10 @@ typedef struct run {
     pid_t pid;
 } run;
 
-/* Starts batchfit with args (NULL-terminated) and env (NAME=VALUE or NULL). */
-static int start(run *r, const char *const *args, const char *env, int *out_fd, int *err_fd)
+/* Starts batchfit with args (NULL-terminated) and envs (NAME=VALUE
+ * strings, NULL-terminated; NULL for none). */
+static int start_env(run *r, const char *const *args, const char *const *envs, int *out_fd,
+                     int *err_fd)
 {
     int o[2], e[2];
     if (pipe(o) != 0 || pipe(e) != 0)
@@ -46,8 +48,8 @@ static int start(run *r, const char *const *args, const char *env, int *out_fd, 
         dup2(e[1], 2);
         close(o[0]);
         close(e[0]);
-        if (env)
-            putenv((char *)env);
+        for (size_t i = 0; envs && envs[i]; i++)
+            putenv((char *)envs[i]);
         const char *argv[64];
         argv[0] = bin();
         int n = 1;
@@ -63,6 +65,12 @@ static int start(run *r, const char *const *args, const char *env, int *out_fd, 
     *out_fd = o[0];
     *err_fd = e[0];
     return 0;
+}
+
+static int start(run *r, const char *const *args, const char *env, int *out_fd, int *err_fd)
+{
+    const char *envs[] = {env, NULL};
+    return start_env(r, args, envs, out_fd, err_fd);
 }
 
 static void finish(run *r, int out_fd, int err_fd)
@@ -96,6 +104,15 @@ static void finish(run *r, int out_fd, int err_fd)
     int status;
     waitpid(r->pid, &status, 0);
     r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int cli_env(run *r, const char *const *args, const char *const *envs)
+{
+    int o, e;
+    if (start_env(r, args, envs, &o, &e) != 0)
+        return -1;
+    finish(r, o, e);
+    return r->status;
 }
 
 static int cli(run *r, const char *const *args, const char *env)
@@ -420,7 +437,7 @@ TEST(cli_devices_and_info)
     const char *cuda[] = {"probe", "--device", "cuda:0", "--", tool(), "exit", "0", NULL};
     CHECK_EQ(cli(&r, cuda, NULL), 5);
     CHECK_CONTAINS(r.err, "no usable device");
-    CHECK_CONTAINS(r.err, "NVIDIA");
+    CHECK_CONTAINS(r.err, "cannot load libcuda.so.1");
     const char *autodev[] = {"probe", "--max", "4", "--", tool(), "exit", "0", "{batch}", NULL};
     CHECK_EQ(cli(&r, autodev, NULL), 0);
     CHECK_CONTAINS(r.err, "device host (auto: no usable NVIDIA GPU");
@@ -540,4 +557,66 @@ TEST(cli_example_trainer_model_matches_bisect)
     CHECK(trials[1] >= 10);
     printf("    example trainer: model %llu trials, bisect %llu trials, batch %llu\n", trials[0],
            trials[1], answers[0]);
+}
+
+/* The GPU path through the fake NVIDIA libraries: the CLI holds the margin
+ * (and the VRAM limit) as ballast on the probed GPU, the child sees only
+ * that GPU, and its per-process memory is sampled through NVML. */
+TEST(cli_gpu_probe_through_fake_libraries)
+{
+    char state[256], cuda[1024], nvml[1024], json_path[256];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-cligpu", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-gpu.json", (long)getpid());
+    unlink(state + 11);
+    const char *envs[] = {"FAKE_GPUS=80GiB,16GiB", state, cuda, nvml, NULL};
+    run r;
+    const char *info[] = {"info", NULL};
+    CHECK_EQ(cli_env(&r, info, envs), 0);
+    CHECK_CONTAINS(r.out, "cuda  available: 2 visible devices");
+    CHECK_CONTAINS(r.out, "cuda:1  Fake GPU 16GB  GPU-20212223");
+    CHECK_CONTAINS(r.out, "--device auto picks: cuda:0");
+
+    /* 1 GiB + 100 MiB a sample on 16 GiB: 15.2 GiB after the margin, 145. */
+    const char *probe[] = {"probe", "--device", "cuda:1", "--export-json", json_path, "--",
+                           tool(), "gpu-grow", "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_STR(last_line(r.out), "batch_size=145");
+    CHECK_CONTAINS(r.err, "holding 819.20 MiB of ballast on cuda:1");
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"uuid\": \"GPU-20212223-2425-2627-2829-2a2b2c2d2e2f\"");
+    CHECK_CONTAINS(json, "\"peak_source\": \"nvml per-process sampling\"");
+    /* The margin: 5% of 16 GiB, held on the device. */
+    CHECK_EQ(json_number(json, "held_bytes"), (unsigned long long)((double)(16ull << 30) * 0.05));
+    CHECK(result_number(json, "trials") <= 4);
+    /* Nothing is left allocated: the ballast was released, the child freed. */
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+
+    /* The VRAM limit is held too: 4 GiB less 5% on the 80 GiB device. */
+    const char *limited[] = {"probe", "--device", "auto", "--vram-limit-gb", "4", "--quiet", "--",
+                             tool(), "gpu-grow", "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, limited, envs), 0);
+    CHECK_STR(r.out, "batch_size=28\n");
+
+    /* Without NVML the peak comes from the device's free memory. */
+    char nvml_missing[1024];
+    snprintf(nvml_missing, sizeof nvml_missing,
+             "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml-missing.so", test_build_dir());
+    const char *envs_no_nvml[] = {"FAKE_GPUS=80GiB,16GiB", state, cuda, nvml_missing, NULL};
+    CHECK_EQ(cli_env(&r, probe, envs_no_nvml), 0);
+    CHECK_STR(last_line(r.out), "batch_size=145");
+    json = read_file(json_path);
+    CHECK_CONTAINS(json, "\"peak_source\": \"device free memory\"");
+
+    /* A ballast that cannot be allocated: no usable device, nothing run. */
+    const char *envs_fail[] = {"FAKE_GPUS=80GiB,16GiB", state, cuda, nvml, "FAKE_CUDA_ALLOC_FAIL=1",
+                               NULL};
+    CHECK_EQ(cli_env(&r, probe, envs_fail), 5);
+    CHECK_CONTAINS(r.err, "could not hold");
+    unlink(json_path);
+    unlink(state + 11);
 }

@@ -14,8 +14,13 @@
  *   unchecked MIB                allocate 1 MiB blocks without checking, writing each
  *   touch FILE                   create FILE, exit 0
  *   env NAME                     print NAME=value of an environment variable, exit 0
- *   args ...                     print each argument on its own line, exit 0 */
+ *   args ...                     print each argument on its own line, exit 0
+ *   gpu-grow PER_SAMPLE_MIB [FIXED_MIB]  allocate FIXED + batch * PER_SAMPLE on CUDA device 0
+ *                                through the driver API (BATCHFIT_CUDA_LIBRARY or
+ *                                libcuda.so.1), hold it 150 ms, free it; a failed
+ *                                allocation prints PyTorch's raw-CUDA OOM message */
 #define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +56,43 @@ static char *touch_alloc(size_t bytes)
     if (bytes)
         v[bytes - 1] = 1;
     return p;
+}
+
+/* Allocates on GPU 0 the way a framework does, through the driver API. */
+static int gpu_grow(long per_sample_mib, long fixed_mib)
+{
+    const char *path = getenv("BATCHFIT_CUDA_LIBRARY");
+    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW);
+    if (!lib) {
+        fprintf(stderr, "childtool: cannot load the CUDA driver: %s\n", dlerror());
+        return 3;
+    }
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(lib, "cuInit");
+    int (*get)(int *, int) = (int (*)(int *, int))dlsym(lib, "cuDeviceGet");
+    int (*retain)(void **, int) = (int (*)(void **, int))dlsym(lib, "cuDevicePrimaryCtxRetain");
+    int (*set)(void *) = (int (*)(void *))dlsym(lib, "cuCtxSetCurrent");
+    int (*alloc)(unsigned long long *, size_t) =
+        (int (*)(unsigned long long *, size_t))dlsym(lib, "cuMemAlloc_v2");
+    int (*release)(unsigned long long) = (int (*)(unsigned long long))dlsym(lib, "cuMemFree_v2");
+    int dev = 0;
+    void *ctx = NULL;
+    if (!init || !get || !retain || !set || !alloc || !release || init(0) != 0 ||
+        get(&dev, 0) != 0 || retain(&ctx, dev) != 0 || set(ctx) != 0) {
+        fprintf(stderr, "childtool: no usable CUDA device\n");
+        return 3;
+    }
+    const char *b = getenv("BATCHFIT_BATCH_SIZE");
+    long batch = b ? atol(b) : 1;
+    unsigned long long fixed = 0, act = 0;
+    if (alloc(&fixed, (size_t)fixed_mib << 20) != 0 ||
+        alloc(&act, (size_t)(per_sample_mib * batch) << 20) != 0) {
+        fprintf(stderr, "RuntimeError: CUDA error: out of memory\n");
+        return 1;
+    }
+    sleep_ms(150);
+    release(act);
+    release(fixed);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -158,6 +200,8 @@ int main(int argc, char **argv)
         printf("%s=%s\n", argv[2], v ? v : "(unset)");
         return 0;
     }
+    if (strcmp(mode, "gpu-grow") == 0 && argc > 2)
+        return gpu_grow(atol(argv[2]), argc > 3 ? atol(argv[3]) : 0);
     if (strcmp(mode, "args") == 0) {
         for (int i = 2; i < argc; i++)
             printf("arg: %s\n", argv[i]);

@@ -1,0 +1,120 @@
+/* The CUDA driver API, loaded at run time. The _v2 entry points are looked
+ * up first: the unversioned ones keep 32-bit size arguments. A toolkit stub
+ * (CUDA_ERROR_STUB_LIBRARY) means there is no driver. */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_STUB_LIBRARY 34
+#define CUDA_ERROR_NO_DEVICE 100
+
+typedef struct symbol {
+    const char *names[2];
+    size_t offset;
+    int required;
+} symbol;
+
+#define SLOT(field) offsetof(batchfit__cuda, field)
+
+static const symbol cuda_symbols[] = {
+    {{"cuInit", NULL}, SLOT(init), 1},
+    {{"cuDeviceGetCount", NULL}, SLOT(device_count), 1},
+    {{"cuDeviceGet", NULL}, SLOT(device_get), 1},
+    {{"cuDeviceGetName", NULL}, SLOT(name), 1},
+    {{"cuDeviceTotalMem_v2", NULL}, SLOT(total_mem), 1},
+    {{"cuDevicePrimaryCtxRetain", NULL}, SLOT(ctx_retain), 1},
+    {{"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"}, SLOT(ctx_release), 1},
+    {{"cuCtxSetCurrent", NULL}, SLOT(ctx_set_current), 1},
+    {{"cuMemGetInfo_v2", NULL}, SLOT(mem_get_info), 1},
+    {{"cuMemAlloc_v2", NULL}, SLOT(mem_alloc), 1},
+    {{"cuMemFree_v2", NULL}, SLOT(mem_free), 1},
+    {{"cuDeviceGetUuid_v2", "cuDeviceGetUuid"}, SLOT(uuid), 0},
+    {{"cuDeviceGetPCIBusId", NULL}, SLOT(pci_bus_id), 0},
+    {{"cuDriverGetVersion", NULL}, SLOT(driver_version), 0},
+    {{"cuGetErrorName", NULL}, SLOT(error_name), 0},
+};
+
+static void reset(batchfit__cuda *c)
+{
+    char keep[sizeof c->error];
+    memcpy(keep, c->error, sizeof keep);
+    memset(c, 0, sizeof *c);
+    memcpy(c->error, keep, sizeof keep);
+}
+
+const char *batchfit__cuda_strerror(const batchfit__cuda *c, int rc)
+{
+    const char *name = NULL;
+    if (c->error_name && c->error_name(rc, &name) == CUDA_SUCCESS && name)
+        return name;
+    return "CUDA error";
+}
+
+int batchfit__cuda_load(batchfit__cuda *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *override = getenv("BATCHFIT_CUDA_LIBRARY");
+    const char *path = override && *override ? override : "libcuda.so.1";
+    dlerror();
+    c->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!c->handle) {
+        const char *why = dlerror();
+        snprintf(c->error, sizeof c->error, "cannot load %s: %s", path, why ? why : "not found");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof cuda_symbols / sizeof cuda_symbols[0]; i++) {
+        const symbol *sym = &cuda_symbols[i];
+        void *fn = NULL;
+        for (int k = 0; k < 2 && sym->names[k] && !fn; k++) {
+            dlerror();
+            fn = dlsym(c->handle, sym->names[k]);
+            if (dlerror())
+                fn = NULL;
+        }
+        if (!fn && sym->required) {
+            snprintf(c->error, sizeof c->error, "%s lacks %s", path, sym->names[0]);
+            dlclose(c->handle);
+            reset(c);
+            return -1;
+        }
+        memcpy((char *)c + sym->offset, &fn, sizeof fn);
+    }
+    int rc = c->init(0);
+    if (rc != CUDA_SUCCESS) {
+        if (rc == CUDA_ERROR_STUB_LIBRARY)
+            snprintf(c->error, sizeof c->error,
+                     "no NVIDIA driver: %s is the CUDA toolkit's stub (CUDA_ERROR_STUB_LIBRARY)",
+                     path);
+        else if (rc == CUDA_ERROR_NO_DEVICE)
+            snprintf(c->error, sizeof c->error, "no CUDA device (CUDA_ERROR_NO_DEVICE)");
+        else
+            snprintf(c->error, sizeof c->error, "cuInit failed: %s (%d)",
+                     batchfit__cuda_strerror(c, rc), rc);
+        dlclose(c->handle);
+        reset(c);
+        return -1;
+    }
+    return 0;
+}
+
+void batchfit__cuda_unload(batchfit__cuda *c)
+{
+    if (!c->handle)
+        return;
+    dlclose(c->handle);
+    c->error[0] = '\0';
+    reset(c);
+}
+
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" from the 16 raw bytes. */
+void batchfit__cuda_format_uuid(const unsigned char raw[16], char *out, size_t len)
+{
+    snprintf(out, len,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", raw[0],
+             raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10],
+             raw[11], raw[12], raw[13], raw[14], raw[15]);
+}
