@@ -684,7 +684,9 @@ static int open_device(session *s)
             return 0;
         }
         if (!c->quiet)
-            fprintf(stderr, "batchfit: device host (auto: no usable NVIDIA GPU: %s)\n", why);
+            fprintf(stderr, "batchfit: warning: no usable NVIDIA GPU (%s); --device auto uses "
+                            "the host's memory\n",
+                    why);
         batchfit_device_free(gpu);
         spec = "host";
         c->device_spec = "host";

@@ -440,7 +440,8 @@ TEST(cli_devices_and_info)
     CHECK_CONTAINS(r.err, "cannot load libcuda.so.1");
     const char *autodev[] = {"probe", "--max", "4", "--", tool(), "exit", "0", "{batch}", NULL};
     CHECK_EQ(cli(&r, autodev, NULL), 0);
-    CHECK_CONTAINS(r.err, "device host (auto: no usable NVIDIA GPU");
+    CHECK_CONTAINS(r.err, "warning: no usable NVIDIA GPU (cannot load libcuda.so.1");
+    CHECK_CONTAINS(r.err, "--device auto uses the host's memory");
     const char *sim[] = {"probe", "--device",
                          "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB,granule=2MiB", NULL};
     CHECK_EQ(cli(&r, sim, NULL), 0);
