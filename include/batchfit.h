@@ -594,6 +594,65 @@ BATCHFIT_API void batchfit_runner_interrupt(void);
 /* Clears a pending interrupt. */
 BATCHFIT_API void batchfit_runner_clear_interrupt(void);
 
+/* ------------------------------------------------------------------------ */
+/* Estimate before measuring                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum batchfit_precision {
+    BATCHFIT_PRECISION_FP32 = 0,    /* fp32 weights, gradients and optimizer states */
+    BATCHFIT_PRECISION_MIXED16 = 1, /* fp16/bf16 weights and gradients, fp32 master and states */
+    BATCHFIT_PRECISION_INT8 = 2     /* frozen 8-bit weights (inference, adapter training) */
+} batchfit_precision;
+
+typedef enum batchfit_optimizer {
+    BATCHFIT_OPTIMIZER_SGD = 0,
+    BATCHFIT_OPTIMIZER_MOMENTUM = 1,
+    BATCHFIT_OPTIMIZER_ADAM = 2,
+    BATCHFIT_OPTIMIZER_ADAMW = 3,
+    BATCHFIT_OPTIMIZER_ADAFACTOR = 4 /* factored second moments: ~0 bytes per parameter */
+} batchfit_optimizer;
+
+typedef struct batchfit_estimate_input {
+    size_t struct_size;          /* sizeof(batchfit_estimate_input) */
+    uint64_t params;             /* parameter count */
+    batchfit_precision precision;
+    batchfit_optimizer optimizer;
+    int checkpointing;           /* full activation recomputation (checkpoint every layer) */
+    /* Activation bytes per sample given directly; 0 = from the transformer
+     * shape below (Korthikanti et al. 2022). */
+    uint64_t activation_bytes_per_sample;
+    unsigned layers, hidden, heads, seq, vocab; /* vocab 0: no output-layer term */
+    uint64_t device_bytes;       /* the memory to fit into; 0 = report no batch */
+    double margin_fraction;      /* held back from device_bytes */
+} batchfit_estimate_input;
+
+typedef struct batchfit_estimate {
+    double bytes_per_param;
+    uint64_t model_state_bytes;          /* weights, gradients, optimizer states */
+    uint64_t activation_bytes_per_sample;
+    uint64_t budget_bytes;               /* device_bytes less the margin */
+    uint64_t max_batch;                  /* 0: the model state alone does not fit */
+    uint64_t predicted_peak_bytes;       /* at max_batch (or at batch 1 when none fits) */
+} batchfit_estimate;
+
+/* Predicts peak memory and the largest batch before any trial. Model state
+ * per parameter follows the ZeRO paper's accounting (Rajbhandari et al.
+ * 2020: mixed-precision Adam keeps 2 + 2 + 12 = 16 bytes); transformer
+ * activations per sample and layer are s*h*(34 + 5*a*s/h) bytes in 16-bit
+ * precision without recomputation (Korthikanti et al. 2022), 2*s*h with
+ * full recomputation plus one layer recomputed, twice that in fp32, plus
+ * 4*s*v for the output logits when vocab is given. */
+BATCHFIT_API int batchfit_estimate_memory(batchfit_ctx *ctx, const batchfit_estimate_input *in,
+                                          batchfit_estimate *out);
+BATCHFIT_API void batchfit_estimate_input_init(batchfit_estimate_input *in);
+/* "124M", "7.5B", "350K", "1.2T", "1000000". */
+BATCHFIT_API int batchfit_parse_params(const char *text, const char *what, uint64_t *out,
+                                       char *err, size_t err_len);
+BATCHFIT_API int batchfit_parse_precision(const char *text, const char *what,
+                                          batchfit_precision *out, char *err, size_t err_len);
+BATCHFIT_API int batchfit_parse_optimizer(const char *text, const char *what,
+                                          batchfit_optimizer *out, char *err, size_t err_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -514,6 +514,12 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
     if (s.lo >= 0) {
         result->batch_size = batchfit__lattice_value(&s.lattice, (uint64_t)s.lo);
         result->source = BATCHFIT_SOURCE_MEASURED;
+        if (opts->first_guess)
+            batchfit__log(ctx, BATCHFIT_LOG_INFO,
+                          "the first guess of %llu was %.0f%% of the measured %llu",
+                          (unsigned long long)opts->first_guess,
+                          100.0 * (double)opts->first_guess / (double)result->batch_size,
+                          (unsigned long long)result->batch_size);
         return BATCHFIT_OK;
     }
     if (s.hi == 0) {

@@ -10,6 +10,7 @@ static void usage(FILE *f)
             "usage: batchfit probe [options] -- COMMAND [ARGS...]   find the largest batch size\n"
             "       batchfit probe --device sim:SPEC [options]      probe a simulated device\n"
             "       batchfit info [--json]                          devices and backends\n"
+            "       batchfit estimate --params N [options]          predict before measuring\n"
             "       batchfit --version | --help\n"
             "\n"
             "`batchfit probe --help` lists the probe's options.\n");
@@ -72,6 +73,8 @@ int main(int argc, char **argv)
         return cli_probe(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0)
         return cli_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "estimate") == 0)
+        return cli_estimate(argc - 1, argv + 1);
     fprintf(stderr, "batchfit: unknown command \"%s\"\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

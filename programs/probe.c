@@ -36,6 +36,7 @@ static const option_def options[] = {
                          "GPU, else host)"},
     {"--strategy", "NAME", "model, bisect, binsearch, power or halving (default model)"},
     {"--max-trials", "N", "stop after N trials (default 40)"},
+    {"--estimate", "N", "a predicted largest batch (from batchfit estimate) to try first"},
     {"--timeout", "SECONDS", "per trial; then the trial's process group gets SIGTERM, then SIGKILL"},
     {"--oom-pattern", "REGEX", "one more out-of-memory signature (repeatable)"},
     {"--show-output", NULL, "copy every trial's output to stderr"},
@@ -233,6 +234,8 @@ static int apply_option(probe_cli *c, const char *name, const char *value)
         o->max_trials = (unsigned)n;
         return 0;
     }
+    if (strcmp(name, "--estimate") == 0)
+        return parse_count_flag(name, value, UINT64_C(1) << 40, &o->first_guess);
     if (strcmp(name, "--timeout") == 0)
         return parse_positive_real(name, value, &c->timeout);
     if (strcmp(name, "--sample-interval") == 0)
@@ -560,6 +563,10 @@ static void write_json(session *s, FILE *f)
         jw_u64(&w, "smallest_failure", r->smallest_failure);
     else
         jw_null(&w, "smallest_failure");
+    if (s->cli->opts.first_guess)
+        jw_u64(&w, "estimate", s->cli->opts.first_guess);
+    else
+        jw_null(&w, "estimate");
     jw_i64(&w, "exit_code", cli_exit_code(s->code, interrupted));
     jw_string(&w, "error", s->error[0] ? s->error : NULL);
     jw_bool(&w, "interrupted", interrupted);
@@ -732,6 +739,11 @@ static void print_summary(session *s)
             break;
         }
     }
+    if (s->cli->opts.first_guess)
+        fprintf(stderr, "  the estimate of %llu was %.0f%% of the measured %llu\n",
+                (unsigned long long)s->cli->opts.first_guess,
+                100.0 * (double)s->cli->opts.first_guess / (double)r->batch_size,
+                (unsigned long long)r->batch_size);
     if (r->fit.valid) {
         char fixed[32], per[32];
         cli_format_bytes(r->fit.intercept_bytes > 0 ? r->fit.intercept_bytes : 0, fixed,

@@ -621,3 +621,31 @@ TEST(cli_gpu_probe_through_fake_libraries)
     unlink(json_path);
     unlink(state + 11);
 }
+
+/* batchfit estimate on the papers' numbers, then a probe that starts from
+ * an estimate and says how far it was. */
+TEST(cli_estimate_and_a_probe_that_uses_it)
+{
+    run r;
+    const char *zero[] = {"estimate", "--params", "7.5B", "--optimizer", "adam", "--activation-bytes",
+                          "2GB", "--device-memory", "141GB", "--json", NULL};
+    CHECK_EQ(cli(&r, zero, NULL), 0);
+    CHECK(valid_json(r.out));
+    CHECK_EQ(json_number(r.out, "model_state_bytes"), 120000000000ull);
+    CHECK_EQ(json_number(r.out, "activation_bytes_per_sample"), 2000000000ull);
+    CHECK_EQ(json_number(r.out, "max_batch"), (141000000000ull * 95 / 100 - 120000000000ull) / 2000000000ull);
+    CHECK_CONTAINS(r.out, "\"predicted_peak_bytes\": ");
+    const char *gpt2[] = {"estimate", "--params", "1.5B", "--layers", "48", "--hidden", "1600",
+                          "--heads", "25", "--seq", "1024", "--device-memory", "16GiB", NULL};
+    CHECK_EQ(cli(&r, gpt2, NULL), 3); /* 24 GB of state does not fit 16 GiB */
+    CHECK_STR(last_line(r.out), "max_batch=0");
+    const char *bad[] = {"estimate", "--params", "lots", NULL};
+    CHECK_EQ(cli(&r, bad, NULL), 2);
+    CHECK_CONTAINS(r.err, "--params");
+    const char *probe[] = {"probe", "--device", "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB",
+                           "--estimate", "400", "--export-json", "-", NULL};
+    CHECK_EQ(cli(&r, probe, NULL), 0);
+    CHECK_EQ(result_number(r.out, "batch_size"), 436);
+    CHECK_EQ(result_number(r.out, "estimate"), 400);
+    CHECK_CONTAINS(r.err, "the estimate of 400 was 92% of the measured 436");
+}

@@ -1,0 +1,175 @@
+/* batchfit estimate: peak memory and the largest batch, predicted before
+ * any trial from the model's size, precision, optimizer and activations. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: batchfit estimate --params N [options]\n\n"
+            "Predicts peak training memory and the largest batch that fits, before any trial.\n\n"
+            "  --params N              parameter count: 124M, 7.5B, 350000\n"
+            "  --precision P           fp32, mixed16 (default) or int8 (frozen 8-bit weights)\n"
+            "  --optimizer O           sgd, momentum, adam, adamw (default) or adafactor\n"
+            "  --checkpointing         full activation recomputation\n"
+            "  --activation-bytes SIZE activation memory per sample, given directly\n"
+            "  --layers N --hidden N --heads N --seq N [--vocab N]\n"
+            "                          a transformer's shape, for its activations\n"
+            "  --device-memory SIZE    the memory to fit into\n"
+            "  --device SPEC           or a device's total memory (host, cuda:N, sim:...)\n"
+            "  --margin PCT            held back (default 5%%)\n"
+            "  --json                  machine-readable output\n");
+}
+
+static int bad(const char *message)
+{
+    fprintf(stderr, "batchfit estimate: %s\n", message);
+    return EXIT_USAGE;
+}
+
+static int parse_unsigned(const char *flag, const char *text, unsigned *out)
+{
+    uint64_t v;
+    char err[512];
+    if (batchfit_parse_count(text, flag, 1u << 30, &v, err, sizeof err) != BATCHFIT_OK)
+        return bad(err);
+    *out = (unsigned)v;
+    return 0;
+}
+
+int cli_estimate(int argc, char **argv)
+{
+    batchfit_estimate_input in;
+    batchfit_estimate_input_init(&in);
+    const char *device = NULL;
+    int json = 0;
+    char err[512];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        int rc = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            help(stdout);
+            return EXIT_FOUND;
+        } else if (strcmp(a, "--checkpointing") == 0) {
+            in.checkpointing = 1;
+            takes = 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+            takes = 0;
+        } else if (!v) {
+            snprintf(err, sizeof err, "%s needs a value (see batchfit estimate --help)", a);
+            return bad(err);
+        } else if (strcmp(a, "--params") == 0) {
+            if (batchfit_parse_params(v, "--params", &in.params, err, sizeof err))
+                return bad(err);
+        } else if (strcmp(a, "--precision") == 0) {
+            if (batchfit_parse_precision(v, "--precision", &in.precision, err, sizeof err))
+                return bad(err);
+        } else if (strcmp(a, "--optimizer") == 0) {
+            if (batchfit_parse_optimizer(v, "--optimizer", &in.optimizer, err, sizeof err))
+                return bad(err);
+        } else if (strcmp(a, "--activation-bytes") == 0) {
+            if (batchfit_parse_size(v, "--activation-bytes", &in.activation_bytes_per_sample, err,
+                                    sizeof err))
+                return bad(err);
+        } else if (strcmp(a, "--layers") == 0) {
+            rc = parse_unsigned(a, v, &in.layers);
+        } else if (strcmp(a, "--hidden") == 0) {
+            rc = parse_unsigned(a, v, &in.hidden);
+        } else if (strcmp(a, "--heads") == 0) {
+            rc = parse_unsigned(a, v, &in.heads);
+        } else if (strcmp(a, "--seq") == 0) {
+            rc = parse_unsigned(a, v, &in.seq);
+        } else if (strcmp(a, "--vocab") == 0) {
+            rc = parse_unsigned(a, v, &in.vocab);
+        } else if (strcmp(a, "--device-memory") == 0) {
+            if (batchfit_parse_size(v, "--device-memory", &in.device_bytes, err, sizeof err))
+                return bad(err);
+        } else if (strcmp(a, "--device") == 0) {
+            device = v;
+        } else if (strcmp(a, "--margin") == 0) {
+            if (batchfit_parse_percent(v, "--margin", &in.margin_fraction, err, sizeof err))
+                return bad(err);
+            if (in.margin_fraction >= 1.0)
+                return bad("--margin: a margin of 100% leaves nothing");
+        } else {
+            snprintf(err, sizeof err, "unknown option %s (see batchfit estimate --help)", a);
+            return bad(err);
+        }
+        if (rc)
+            return rc;
+        i += takes;
+    }
+    batchfit_ctx *ctx = NULL;
+    if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
+        return EXIT_INTERNAL;
+    if (device && !in.device_bytes) {
+        batchfit_device *d = NULL;
+        uint64_t total = 0, free_bytes = 0;
+        const char *why = "";
+        if (batchfit_device_open(ctx, device, &d) != BATCHFIT_OK) {
+            fprintf(stderr, "batchfit estimate: --device: %s\n", batchfit_ctx_last_error(ctx));
+            batchfit_ctx_free(ctx);
+            return EXIT_USAGE;
+        }
+        if (!batchfit_device_available(d, &why) ||
+            batchfit_device_memory(d, &total, &free_bytes) != BATCHFIT_OK) {
+            fprintf(stderr, "batchfit estimate: no usable device: --device %s: %s\n", device,
+                    why[0] ? why : batchfit_ctx_last_error(ctx));
+            batchfit_device_free(d);
+            batchfit_ctx_free(ctx);
+            return EXIT_NO_DEVICE;
+        }
+        in.device_bytes = total;
+        batchfit_device_free(d);
+    }
+    batchfit_estimate e;
+    int rc = batchfit_estimate_memory(ctx, &in, &e);
+    if (rc) {
+        fprintf(stderr, "batchfit estimate: %s\n", batchfit_ctx_last_error(ctx));
+        batchfit_ctx_free(ctx);
+        return EXIT_USAGE;
+    }
+    if (json) {
+        json_writer w;
+        jw_begin(&w, stdout);
+        jw_object(&w, NULL);
+        jw_u64(&w, "schema_version", 1);
+        jw_u64(&w, "params", in.params);
+        jw_double(&w, "bytes_per_param", e.bytes_per_param);
+        jw_u64(&w, "model_state_bytes", e.model_state_bytes);
+        jw_u64(&w, "activation_bytes_per_sample", e.activation_bytes_per_sample);
+        if (in.device_bytes) {
+            jw_u64(&w, "device_bytes", in.device_bytes);
+            jw_u64(&w, "budget_bytes", e.budget_bytes);
+            jw_u64(&w, "max_batch", e.max_batch);
+        } else {
+            jw_null(&w, "device_bytes");
+            jw_null(&w, "budget_bytes");
+            jw_null(&w, "max_batch");
+        }
+        jw_u64(&w, "predicted_peak_bytes", e.predicted_peak_bytes);
+        jw_end_object(&w);
+    } else {
+        char state[32], act[32], peak[32], budget[32];
+        cli_format_bytes((double)e.model_state_bytes, state, sizeof state);
+        cli_format_bytes((double)e.activation_bytes_per_sample, act, sizeof act);
+        cli_format_bytes((double)e.predicted_peak_bytes, peak, sizeof peak);
+        cli_format_bytes((double)e.budget_bytes, budget, sizeof budget);
+        printf("model state        %s (%.0f bytes per parameter)\n", state, e.bytes_per_param);
+        printf("activations        %s per sample\n", act);
+        if (in.device_bytes) {
+            printf("budget             %s\n", budget);
+            printf("predicted peak     %s at batch %llu\n", peak,
+                   (unsigned long long)(e.max_batch ? e.max_batch : 1));
+            printf("max_batch=%llu\n", (unsigned long long)e.max_batch);
+        }
+    }
+    batchfit_ctx_free(ctx);
+    return in.device_bytes && e.max_batch == 0 ? EXIT_MIN_DOES_NOT_FIT : EXIT_FOUND;
+}
