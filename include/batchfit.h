@@ -316,6 +316,15 @@ BATCHFIT_API const batchfit_step *batchfit_sim_step(void);
 /* Options and the decision                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* A straight line through the measured peaks: peak = intercept + slope * batch. */
+typedef struct batchfit_fit {
+    int valid;                  /* 0 when fewer than two distinct points */
+    double intercept_bytes;
+    double bytes_per_sample;
+    double max_residual_bytes;  /* largest distance of a fitted point from the line */
+    unsigned points;
+} batchfit_fit;
+
 typedef enum batchfit_lattice_kind {
     BATCHFIT_LATTICE_EVERY = 0,    /* every integer */
     BATCHFIT_LATTICE_MULTIPLE = 1, /* multiples of lattice_multiple */
@@ -365,6 +374,14 @@ typedef struct batchfit_options {
     batchfit_strategy strategy;
     double peak_spread;          /* relative spread to guard against; < 0 = the device's */
     uint64_t first_guess;        /* an estimate to try first (model strategy); 0 = none */
+    /* A size remembered from an earlier probe (the cache): the model
+     * strategy runs it first and then the next allowed size; if the first
+     * fits and the second does not, that is the answer (the next size is not
+     * run when the measured peak agrees with cached_fit within 1% and the
+     * fit, less that disagreement and its residual, puts the next size over
+     * the budget); otherwise the search goes on. */
+    uint64_t cached_batch;
+    batchfit_fit cached_fit;
     batchfit_no_device no_device;
     uint64_t fallback_batch;     /* 0 = BATCHFIT_FALLBACK_BATCH_SIZE */
     /* Called after every trial; a nonzero return aborts (BATCHFIT_E_ABORTED)
@@ -383,14 +400,6 @@ typedef enum batchfit_source {
     BATCHFIT_SOURCE_NONE = 2      /* no size settled (see the return code) */
 } batchfit_source;
 
-/* A straight line through the measured peaks: peak = intercept + slope * batch. */
-typedef struct batchfit_fit {
-    int valid;                  /* 0 when fewer than two distinct points */
-    double intercept_bytes;
-    double bytes_per_sample;
-    double max_residual_bytes;  /* largest distance of a fitted point from the line */
-    unsigned points;
-} batchfit_fit;
 
 typedef struct batchfit_budget {
     int known;                  /* 0 when no device was used */
@@ -652,6 +661,41 @@ BATCHFIT_API int batchfit_parse_precision(const char *text, const char *what,
                                           batchfit_precision *out, char *err, size_t err_len);
 BATCHFIT_API int batchfit_parse_optimizer(const char *text, const char *what,
                                           batchfit_optimizer *out, char *err, size_t err_len);
+
+/* ------------------------------------------------------------------------ */
+/* Cache: results across runs                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct batchfit_cache_entry {
+    char key[40];             /* 32 hex digits */
+    char version[16];         /* batchfit's version that wrote it */
+    uint64_t batch_size;
+    uint64_t budget_bytes;
+    batchfit_fit fit;
+    int64_t created;          /* seconds since the epoch */
+    char description[512];    /* device, command and settings, for people */
+} batchfit_cache_entry;
+
+/* The cache directory: $BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit,
+ * else ~/.cache/batchfit. */
+BATCHFIT_API int batchfit_cache_dir(char *out, size_t len, char *err, size_t err_len);
+/* The key of everything that changes the answer, as 32 hex digits. */
+BATCHFIT_API void batchfit_cache_key(const char *material, char out[40]);
+/* Returns 1 and fills *entry when KEY is stored, 0 when it is not, and
+ * BATCHFIT_E_PARSE (negative of nothing: a positive code) with a message in
+ * err when the file is corrupt or foreign; such a file is never fatal. */
+BATCHFIT_API int batchfit_cache_load(const char *dir, const char *key, batchfit_cache_entry *entry,
+                                     char *err, size_t err_len);
+/* Writes the entry atomically (a temporary file renamed over it) under a
+ * lock in dir, created with mode 0700. */
+BATCHFIT_API int batchfit_cache_store(const char *dir, const batchfit_cache_entry *entry, char *err,
+                                      size_t err_len);
+/* Calls fn for every valid entry; returns how many were read, or -1. */
+BATCHFIT_API int batchfit_cache_list(const char *dir,
+                                     void (*fn)(const batchfit_cache_entry *entry, void *userdata),
+                                     void *userdata);
+/* Removes every entry; returns how many, or -1. */
+BATCHFIT_API int batchfit_cache_clear(const char *dir, char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

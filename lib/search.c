@@ -264,6 +264,28 @@ static int certified_by_failure(const search *s, double top_x, double top_y, dou
     return top_y + 0.95 * flatter * (next_x - top_x) - granule > s->safe_budget;
 }
 
+/* The remembered size fitted: the next size decides. A remembered curve
+ * that the new measurement agrees with (within 1%) can settle it without a
+ * trial, where even its pessimistic end puts the next size over the budget. */
+static int verify_cached(search *s, int64_t *next)
+{
+    const batchfit_fit *fit = &s->opts->cached_fit;
+    const batchfit_trial *t = &s->result->trials[0];
+    *next = s->lo + 1;
+    if (!fit->valid || !t->peak_known || !s->budget_known || !(fit->bytes_per_sample > 0.0) ||
+        s->lo + 1 >= (int64_t)s->lattice.count)
+        return 0;
+    double x = (double)t->batch, y = (double)t->peak_bytes;
+    double miss = fabs(fit->intercept_bytes + fit->bytes_per_sample * x - y);
+    if (miss > 0.01 * y)
+        return 0;
+    /* Trust the remembered slope only beyond how far the curve moved and
+     * the fit's own residual. */
+    double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
+    double pessimistic = y + fit->bytes_per_sample * (next_x - x) - miss - fit->max_residual_bytes;
+    return pessimistic > s->safe_budget;
+}
+
 /* The model strategy: fit the measured peaks, propose the largest lattice
  * point predicted to fit, verify it by running it. Returns 1 when the
  * bracket is settled by the fit (the next size is certified not to fit). */
@@ -274,10 +296,14 @@ static int propose_model(search *s, int64_t *next)
 
     if (s->result->trial_count == 0) {
         *next = 0;
-        if (s->opts->first_guess)
-            *next = clamp_inside(s, index_floor_of(s, (double)s->opts->first_guess));
+        uint64_t guess = s->opts->cached_batch ? s->opts->cached_batch : s->opts->first_guess;
+        if (guess)
+            *next = clamp_inside(s, index_floor_of(s, (double)guess));
         return 0;
     }
+    if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
+        s->lo == index_floor_of(s, (double)s->opts->cached_batch))
+        return verify_cached(s, next);
     if (n == 0 || !s->budget_known || s->misses >= 2) {
         /* No peaks to fit: gallop while nothing failed, then bisect; after
          * repeated misses, bisect so the worst case stays bounded. */

@@ -11,6 +11,7 @@ static void usage(FILE *f)
             "       batchfit probe --device sim:SPEC [options]      probe a simulated device\n"
             "       batchfit info [--json]                          devices and backends\n"
             "       batchfit estimate --params N [options]          predict before measuring\n"
+            "       batchfit cache list | show KEY | clear          remembered results\n"
             "       batchfit --version | --help\n"
             "\n"
             "`batchfit probe --help` lists the probe's options.\n");
@@ -75,6 +76,8 @@ int main(int argc, char **argv)
         return cli_info(argc - 1, argv + 1);
     if (strcmp(cmd, "estimate") == 0)
         return cli_estimate(argc - 1, argv + 1);
+    if (strcmp(cmd, "cache") == 0)
+        return cli_cache(argc - 1, argv + 1);
     fprintf(stderr, "batchfit: unknown command \"%s\"\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

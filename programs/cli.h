@@ -21,6 +21,7 @@ enum {
 int cli_probe(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_estimate(int argc, char **argv);
+int cli_cache(int argc, char **argv);
 
 /* Maps a library code to the CLI's exit code. */
 int cli_exit_code(int code, int interrupted);

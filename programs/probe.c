@@ -49,6 +49,10 @@ static const option_def options[] = {
     {"--peak-spread", "PCT", "trial-to-trial spread of peaks to guard against (default: the "
                              "device's, 5% on host)"},
     {"--no-cgroup", NULL, "measure with wait4's rusage and sampling only"},
+    {"--cache", NULL, "verify a remembered answer in two trials instead of searching (the "
+                      "default: it is always verified)"},
+    {"--no-cache", NULL, "neither read nor write the cache"},
+    {"--cache-key", "KEY", "name the model in the cache key instead of hashing the command"},
     {"--quiet", NULL, "print only the result"},
     {"--style", "auto|basic|none", "progress output: auto (colour on a terminal unless NO_COLOR), "
                                     "basic (plain), none (no progress lines)"},
@@ -69,7 +73,8 @@ typedef struct probe_cli {
     unsigned oom_pattern_count;
     double timeout;
     double sample_interval;
-    int enforce, crash_is_oom, watchdog, show_output, quiet, no_cgroup;
+    int enforce, crash_is_oom, watchdog, show_output, quiet, no_cgroup, no_cache;
+    const char *cache_key;
     int style; /* 0 none, 1 basic, 2 colour */
     char **command;
     int command_argc;
@@ -246,6 +251,12 @@ static int apply_option(probe_cli *c, const char *name, const char *value)
         c->oom_patterns[c->oom_pattern_count++] = value;
         return 0;
     }
+    if (strcmp(name, "--cache-key") == 0) {
+        if (!value[0])
+            return bad_value("--cache-key: it must not be empty");
+        c->cache_key = value;
+        return 0;
+    }
     if (strcmp(name, "--export-json") == 0) {
         c->export_json = value;
         return 0;
@@ -288,6 +299,8 @@ static int apply_option(probe_cli *c, const char *name, const char *value)
         {"--no-watchdog", offsetof(probe_cli, watchdog), 0},
         {"--no-cgroup", offsetof(probe_cli, no_cgroup), 1},
         {"--quiet", offsetof(probe_cli, quiet), 1},
+        {"--cache", offsetof(probe_cli, no_cache), 0},
+        {"--no-cache", offsetof(probe_cli, no_cache), 1},
     };
     for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
         if (strcmp(name, switches[i].name) == 0) {
@@ -406,6 +419,10 @@ typedef struct session {
     const char *vram_source;
     char error[1024];
     int code;
+    char cache_dir[4096];
+    char cache_key[40];
+    char cache_material[4096];
+    int cache_hit;
 } session;
 
 static void print_new_warnings(session *s)
@@ -499,6 +516,14 @@ static void write_json(session *s, FILE *f)
         jw_null(&w, "requested_max");
     jw_end_object(&w);
     jw_string(&w, "strategy", batchfit_strategy_name(s->cli->opts.strategy));
+    jw_object(&w, "cache");
+    jw_string(&w, "key", s->cache_dir[0] ? s->cache_key : NULL);
+    jw_bool(&w, "hit", s->cache_hit);
+    if (s->cache_hit)
+        jw_u64(&w, "remembered_batch_size", s->cli->opts.cached_batch);
+    else
+        jw_null(&w, "remembered_batch_size");
+    jw_end_object(&w);
     jw_string(&w, "mechanisms", s->runner ? batchfit_runner_mechanisms(s->runner)
                                           : "in-process trials on the device");
     jw_double(&w, "sample_interval_ms", s->cli->sample_interval);
@@ -843,6 +868,80 @@ static int run_child_probe(session *s)
     return 0;
 }
 
+/* Everything that changes the answer goes into the cache key. */
+static void cache_prepare(session *s)
+{
+    probe_cli *c = s->cli;
+    const batchfit_options *o = &c->opts;
+    char err[512];
+    if (c->no_cache || batchfit_cache_dir(s->cache_dir, sizeof s->cache_dir, err, sizeof err)) {
+        s->cache_dir[0] = '\0';
+        return;
+    }
+    batchfit_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    batchfit_device_describe(s->device, &info);
+    uint64_t total = 0, free_bytes = 0;
+    batchfit_device_memory(s->device, &total, &free_bytes);
+    int n = snprintf(s->cache_material, sizeof s->cache_material,
+                     "batchfit %s\ndevice %s %s %s %s %llu\n", batchfit_version_string(),
+                     c->device_spec, info.kind, info.name, info.uuid, (unsigned long long)total);
+    if (c->cache_key)
+        n += snprintf(s->cache_material + n, sizeof s->cache_material - (size_t)n, "key %s\n",
+                      c->cache_key);
+    else
+        for (int i = 0; i < c->command_argc && (size_t)n < sizeof s->cache_material; i++)
+            n += snprintf(s->cache_material + n, sizeof s->cache_material - (size_t)n,
+                          "arg %s\n", c->command[i]);
+    if ((size_t)n < sizeof s->cache_material)
+        snprintf(s->cache_material + n, sizeof s->cache_material - (size_t)n,
+                 "settings margin=%.6f/%llu vram=%llu budget=%llu lattice=%d/%llu min=%llu "
+                 "max=%llu samples=%llu spread=%.6f strategy=%s\n",
+                 o->margin_fraction, (unsigned long long)o->margin_bytes,
+                 (unsigned long long)o->vram_limit_bytes,
+                 (unsigned long long)o->memory_budget_bytes, (int)o->lattice,
+                 (unsigned long long)o->lattice_multiple, (unsigned long long)o->min_batch,
+                 (unsigned long long)o->requested_max, (unsigned long long)o->samples,
+                 o->peak_spread, batchfit_strategy_name(o->strategy));
+    batchfit_cache_key(s->cache_material, s->cache_key);
+    batchfit_cache_entry e;
+    int found = batchfit_cache_load(s->cache_dir, s->cache_key, &e, err, sizeof err);
+    if (found == 1) {
+        s->cache_hit = 1;
+        c->opts.cached_batch = e.batch_size;
+        c->opts.cached_fit = e.fit;
+        if (!c->quiet)
+            fprintf(stderr, "batchfit: cache: %s remembers batch size %llu; verifying it\n",
+                    s->cache_key, (unsigned long long)e.batch_size);
+    } else if (found != 0 && !c->quiet) {
+        fprintf(stderr, "batchfit: warning: %s\n", err);
+    }
+}
+
+static void cache_save(session *s)
+{
+    if (!s->cache_dir[0] || !s->result || s->code != BATCHFIT_OK || !s->result->batch_size)
+        return;
+    batchfit_cache_entry e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.key, sizeof e.key, "%s", s->cache_key);
+    e.batch_size = s->result->batch_size;
+    e.budget_bytes = s->result->budget.budget_bytes;
+    e.fit = s->result->fit;
+    /* A one-line summary for batchfit cache list. */
+    int n = snprintf(e.description, sizeof e.description, "%s:", s->cli->device_spec);
+    if (s->cli->cache_key)
+        snprintf(e.description + n, sizeof e.description - (size_t)n, " %s", s->cli->cache_key);
+    for (int i = 0; !s->cli->cache_key && i < s->cli->command_argc && (size_t)n < sizeof e.description;
+         i++)
+        n += snprintf(e.description + n, sizeof e.description - (size_t)n, " %s",
+                      s->cli->command[i]);
+    char err[512];
+    if (batchfit_cache_store(s->cache_dir, &e, err, sizeof err) != BATCHFIT_OK && !s->cli->quiet)
+        fprintf(stderr, "batchfit: warning: %s\n", err);
+}
+
 int cli_probe(int argc, char **argv)
 {
     probe_cli c;
@@ -912,6 +1011,8 @@ int cli_probe(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     int exit_code = open_device(&s);
+    if (exit_code == 0)
+        cache_prepare(&s);
     if (exit_code == 0 && !sim) {
         s.code = batchfit_decide(s.ctx, &c.opts, 0, &s.result);
         if (s.code == BATCHFIT_OK)
@@ -932,6 +1033,8 @@ int cli_probe(int argc, char **argv)
             print_failure(&s);
         }
     }
+    if (exit_code == EXIT_FOUND)
+        cache_save(&s);
     export_json(&s, 1);
     if (exit_code == EXIT_FOUND) {
         print_summary(&s);

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,7 +33,10 @@ typedef struct run {
     char out[65536];
     char err[65536];
     pid_t pid;
+    char cache_dir[256]; /* a fresh cache per run unless the test names one */
 } run;
+
+static unsigned run_counter;
 
 /* Starts batchfit with args (NULL-terminated) and envs (NAME=VALUE
  * strings, NULL-terminated; NULL for none). */
@@ -42,8 +46,15 @@ static int start_env(run *r, const char *const *args, const char *const *envs, i
     int o[2], e[2];
     if (pipe(o) != 0 || pipe(e) != 0)
         return -1;
+    snprintf(r->cache_dir, sizeof r->cache_dir, "/tmp/batchfit-test-%ld-cache-%u", (long)getpid(),
+             run_counter++);
+    for (size_t i = 0; envs && envs[i]; i++)
+        if (strncmp(envs[i], "BATCHFIT_CACHE_DIR=", 19) == 0)
+            r->cache_dir[0] = '\0';
     pid_t pid = fork();
     if (pid == 0) {
+        if (r->cache_dir[0])
+            setenv("BATCHFIT_CACHE_DIR", r->cache_dir, 1);
         dup2(o[1], 1);
         dup2(e[1], 2);
         close(o[0]);
@@ -104,6 +115,13 @@ static void finish(run *r, int out_fd, int err_fd)
     int status;
     waitpid(r->pid, &status, 0);
     r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r->cache_dir[0]) {
+        batchfit_cache_clear(r->cache_dir, NULL, 0);
+        char lock[300];
+        snprintf(lock, sizeof lock, "%s/.lock", r->cache_dir);
+        unlink(lock);
+        rmdir(r->cache_dir);
+    }
 }
 
 static int cli_env(run *r, const char *const *args, const char *const *envs)
@@ -648,4 +666,90 @@ TEST(cli_estimate_and_a_probe_that_uses_it)
     CHECK_EQ(result_number(r.out, "batch_size"), 436);
     CHECK_EQ(result_number(r.out, "estimate"), 400);
     CHECK_CONTAINS(r.err, "the estimate of 400 was 92% of the measured 436");
+}
+
+/* The cache through the CLI: a second run verifies the remembered size
+ * instead of searching; a damaged entry is reported, ignored and replaced;
+ * concurrent probes lose no entries; list, show and clear. */
+TEST(cli_cache_remembers_verifies_and_survives_damage)
+{
+    char dir[256], env_dir[300];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-shared", (long)getpid());
+    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
+    batchfit_cache_clear(dir, NULL, 0);
+    const char *envs[] = {env_dir, NULL};
+    const char *probe[] = {"probe", "--device", "host", "--memory-budget", "128.5MiB",
+                           "--peak-spread", "0%", "--export-json", "-", "--", tool(), "grow",
+                           "1024", "4096", NULL};
+    run r;
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    unsigned long long first = result_number(r.out, "batch_size");
+    CHECK(first > 100);
+    CHECK_CONTAINS(r.out, "\"hit\": false");
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_CONTAINS(r.out, "\"hit\": true");
+    CHECK_EQ(result_number(r.out, "batch_size"), first);
+    CHECK(result_number(r.out, "trials") <= 2);
+    CHECK_CONTAINS(r.err, "remembers batch size");
+    /* The key is in the JSON; the entry file is private to the user. */
+    const char *k = strstr(r.out, "\"key\": \"");
+    CHECK(k != NULL);
+    char key[40];
+    snprintf(key, sizeof key, "%.32s", k + 8);
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s.entry", dir, key);
+    struct stat st;
+    CHECK_EQ(stat(dir, &st), 0);
+    CHECK_EQ(st.st_mode & 0777, 0700);
+    const char *show[] = {"cache", "show", key, NULL};
+    CHECK_EQ(cli_env(&r, show, envs), 0);
+    CHECK_CONTAINS(r.out, "batch_size   ");
+    CHECK_CONTAINS(r.out, "grow 1024 4096");
+    /* Damaged: reported, ignored, searched again, replaced. */
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("batchfit-cache 1\nkey nonsense\n", f);
+    fclose(f);
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_CONTAINS(r.err, "damaged; ignoring it");
+    CHECK_CONTAINS(r.out, "\"hit\": false");
+    CHECK_EQ(result_number(r.out, "batch_size"), first);
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_CONTAINS(r.out, "\"hit\": true");
+    /* --no-cache neither reads nor writes. */
+    const char *nocache[] = {"probe", "--no-cache", "--device", "host", "--memory-budget",
+                             "128.5MiB", "--peak-spread", "0%", "--export-json", "-", "--", tool(),
+                             "grow", "1024", "4096", NULL};
+    CHECK_EQ(cli_env(&r, nocache, envs), 0);
+    CHECK_CONTAINS(r.out, "\"hit\": false");
+    CHECK_CONTAINS(r.out, "\"key\": null");
+
+    /* Eight probes at once, each its own model: all eight entries survive. */
+    run runs[8];
+    int o[8], e[8];
+    char keys[8][32];
+    for (int i = 0; i < 8; i++) {
+        snprintf(keys[i], sizeof keys[i], "model-%d", i);
+        const char *args[] = {"probe", "--device", "sim:capacity=16GiB,fixed=1GiB,per_sample=64MiB",
+                              "--cache-key", keys[i], "--quiet", NULL};
+        CHECK_EQ(start_env(&runs[i], args, envs, &o[i], &e[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        finish(&runs[i], o[i], e[i]);
+        CHECK_EQ(runs[i].status, 0);
+    }
+    const char *list[] = {"cache", "list", NULL};
+    CHECK_EQ(cli_env(&r, list, envs), 0);
+    CHECK_CONTAINS(r.err, "9 entries");
+    for (int i = 0; i < 8; i++)
+        CHECK_CONTAINS(r.out, keys[i]);
+    const char *clear[] = {"cache", "clear", NULL};
+    CHECK_EQ(cli_env(&r, clear, envs), 0);
+    CHECK_CONTAINS(r.out, "removed 9 entries");
+    CHECK_EQ(cli_env(&r, list, envs), 0);
+    CHECK_CONTAINS(r.err, "0 entries");
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
+    rmdir(dir);
 }
