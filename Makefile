@@ -103,9 +103,11 @@ $(BUILD)/fake/libnvidia-ml-missing.so: tests/fake/fake_nvml.c $(FAKE_GPU)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -DFAKE_MISSING_SYMBOL -o $@ $< tests/fake/fake_gpu.c
 
-$(BUILD)/examples/trainer: examples/trainer.c
+# The trainer links the library's sources directly, unsanitized like the
+# program it stands for (it uses the recovery controller).
+$(BUILD)/examples/trainer: examples/trainer.c $(LIB_SRC) lib/internal.h include/batchfit.h
 	@mkdir -p $(@D)
-	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(LDFLAGS) -lm
+	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(LIB_SRC) $(LDFLAGS) -lm -ldl
 
 $(BUILD)/lib/%.o: lib/%.c lib/internal.h include/batchfit.h
 	@mkdir -p $(@D)

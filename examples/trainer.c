@@ -8,9 +8,22 @@
  * "trainer: out of memory ..." with exit status 1.
  *
  * Usage: trainer --batch-size N [--steps S] [--channels C] [--seed K] [--lr X]
+ *                [--global-batch G] [--recover] [--memory-limit MIB]
+ *                [--shrink-at STEP:MIB] [--grow-after N]
  * (--channels sets the convolution's width, 8 by default: memory and work
  * per sample grow with it.)
+ *
+ * With --global-batch G each optimizer step sees G samples, in micro-batches
+ * of --batch-size with gradient accumulation. --memory-limit caps what the
+ * micro-batch's buffers may take, and --shrink-at lowers that cap from an
+ * optimizer step on, as another process taking memory would; a step that
+ * does not fit runs out of memory. With --recover, libbatchfit's recovery
+ * shrinks the micro-batch and raises the accumulation so the effective
+ * batch stays G, and the step is retried: no sample is lost or repeated.
+ *
  * The batch size may also come from BATCHFIT_BATCH_SIZE. */
+#include <batchfit.h>
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,10 +106,16 @@ static int teacher_label(const float *img)
     return best;
 }
 
-static void make_batch(buffers *b, size_t batch)
+static uint64_t data_seed;
+
+/* Sample number index of the data stream, the same however it is batched. */
+static void make_batch(buffers *b, size_t batch, uint64_t first_index)
 {
     size_t per = (size_t)IN_C * IN_H * IN_W;
     for (size_t i = 0; i < batch; i++) {
+        rng_state = (data_seed ^ ((first_index + i) * 0x9E3779B97F4A7C15ull)) | 1;
+        for (int warm = 0; warm < 4; warm++)
+            uniform();
         float *img = b->input + i * per;
         for (size_t k = 0; k < per; k++)
             img[k] = (float)(uniform() * 2.0 - 1.0);
@@ -104,14 +123,20 @@ static void make_batch(buffers *b, size_t batch)
     }
 }
 
-static double step(model *m, model *grad, buffers *b, size_t batch, float lr)
+static void zero_grads(model *grad)
+{
+    memset(grad->conv_w, 0, sizeof(float) * CONV_C * IN_C * 9);
+    memset(grad->conv_b, 0, sizeof(float) * CONV_C);
+    memset(grad->fc_w, 0, sizeof(float) * CLASSES * FEATURES);
+    memset(grad->fc_b, 0, sizeof(float) * CLASSES);
+}
+
+/* Forward and backward over a micro-batch, adding its share (1/global) of
+ * the step's mean gradient; returns the summed loss. */
+static double accumulate(const model *m, model *grad, buffers *b, size_t batch, size_t global)
 {
     float *dconv_w = grad->conv_w, *dconv_b = grad->conv_b, *dfc_w = grad->fc_w;
     float *dfc_b = grad->fc_b;
-    memset(dconv_w, 0, sizeof(float) * CONV_C * IN_C * 9);
-    memset(dconv_b, 0, sizeof(float) * CONV_C);
-    memset(dfc_w, 0, sizeof(float) * CLASSES * FEATURES);
-    memset(dfc_b, 0, sizeof(float) * CLASSES);
     double loss = 0.0;
     for (size_t n = 0; n < batch; n++) {
         const float *in = b->input + n * IN_C * IN_H * IN_W;
@@ -160,7 +185,7 @@ static double step(model *m, model *grad, buffers *b, size_t batch, float lr)
         memset(dpooled, 0, FEATURES * sizeof *dpooled);
         for (int k = 0; k < CLASSES; k++) {
             float g = (float)(exp((double)(logits[k] - max)) / sum) - (k == b->labels[n]);
-            g /= (float)batch;
+            g /= (float)global;
             dfc_b[k] += g;
             for (int f = 0; f < FEATURES; f++) {
                 FC_W(dfc_w, k, f) += g * pooled[f];
@@ -194,7 +219,14 @@ static double step(model *m, model *grad, buffers *b, size_t batch, float lr)
                             }
                 }
     }
-    /* SGD. */
+    return loss;
+}
+
+/* SGD. */
+static void update(model *m, const model *grad, float lr)
+{
+    const float *dconv_w = grad->conv_w, *dconv_b = grad->conv_b, *dfc_w = grad->fc_w;
+    const float *dfc_b = grad->fc_b;
     for (int o = 0; o < CONV_C; o++) {
         m->conv_b[o] -= lr * dconv_b[o];
         for (int c = 0; c < IN_C; c++)
@@ -207,7 +239,6 @@ static double step(model *m, model *grad, buffers *b, size_t batch, float lr)
         for (int f = 0; f < FEATURES; f++)
             FC_W(m->fc_w, k, f) -= lr * FC_W(dfc_w, k, f);
     }
-    return loss / (double)batch;
 }
 
 static int parse_positive(const char *text, const char *what, long *out)
@@ -223,9 +254,67 @@ static int parse_positive(const char *text, const char *what, long *out)
     return 0;
 }
 
+/* The buffers of a micro-batch, and what they take. */
+static size_t sample_bytes(void)
+{
+    return sizeof(float) * (IN_C * IN_H * IN_W + 2 * (size_t)CONV_C * IN_H * IN_W +
+                            2 * (size_t)FEATURES + CLASSES) +
+           sizeof(int);
+}
+
+static void alloc_buffers(buffers *b, size_t n)
+{
+    b->input = checked_alloc(n, sizeof(float) * IN_C * IN_H * IN_W, "the input batch");
+    b->labels = checked_alloc(n, sizeof(int), "the labels");
+    b->conv = checked_alloc(n, sizeof(float) * CONV_C * IN_H * IN_W, "the convolution activations");
+    b->pooled = checked_alloc(n, sizeof(float) * FEATURES, "the pooled activations");
+    b->logits = checked_alloc(n, sizeof(float) * CLASSES, "the logits");
+    b->dpooled = checked_alloc(n, sizeof(float) * FEATURES, "the pooled gradients");
+    b->dconv = checked_alloc(n, sizeof(float) * CONV_C * IN_H * IN_W, "the convolution gradients");
+}
+
+static void free_buffers(buffers *b)
+{
+    free(b->input);
+    free(b->labels);
+    free(b->conv);
+    free(b->pooled);
+    free(b->logits);
+    free(b->dpooled);
+    free(b->dconv);
+    memset(b, 0, sizeof *b);
+}
+
+typedef struct trainer {
+    buffers b;
+    size_t micro;
+} trainer;
+
+/* The data pipeline, rebuilt for a new micro-batch when recovery asks. */
+static int resize(const batchfit_recover_plan *plan, void *userdata)
+{
+    trainer *t = userdata;
+    free_buffers(&t->b);
+    t->micro = (size_t)plan->micro_batch;
+    alloc_buffers(&t->b, t->micro);
+    printf("recover: micro-batch %llu x %u (last %llu), effective batch %llu\n",
+           (unsigned long long)plan->micro_batch, plan->accumulation,
+           (unsigned long long)plan->last_micro_batch, (unsigned long long)plan->effective_batch);
+    return 0;
+}
+
+static void print_log(batchfit_log_level level, const char *message, void *userdata)
+{
+    (void)level;
+    (void)userdata;
+    fprintf(stderr, "%s\n", message);
+}
+
 int main(int argc, char **argv)
 {
-    long batch = 0, steps = 3, seed = 1;
+    long batch = 0, steps = 3, seed = 1, global = 0, grow_after = 0;
+    long memory_limit_mib = 0, shrink_step = -1, shrink_mib = 0;
+    int recover = 0;
     double lr = 0.0; /* 0: 0.2 / channels, since the gradient grows with the width */
     const char *env = getenv("BATCHFIT_BATCH_SIZE");
     if (env && parse_positive(env, "BATCHFIT_BATCH_SIZE", &batch) != 0)
@@ -247,9 +336,28 @@ int main(int argc, char **argv)
                 return 2;
         } else if (i + 1 < argc && strcmp(argv[i], "--lr") == 0) {
             lr = strtod(argv[++i], NULL);
+        } else if (i + 1 < argc && strcmp(argv[i], "--global-batch") == 0) {
+            if (parse_positive(argv[++i], "--global-batch", &global) != 0)
+                return 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--memory-limit") == 0) {
+            if (parse_positive(argv[++i], "--memory-limit", &memory_limit_mib) != 0)
+                return 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--grow-after") == 0) {
+            if (parse_positive(argv[++i], "--grow-after", &grow_after) != 0)
+                return 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--shrink-at") == 0) {
+            if (sscanf(argv[++i], "%ld:%ld", &shrink_step, &shrink_mib) != 2 || shrink_step < 1 ||
+                shrink_mib < 1) {
+                fprintf(stderr, "trainer: --shrink-at: invalid value \"%s\": expected STEP:MIB\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--recover") == 0) {
+            recover = 1;
         } else {
-            fprintf(stderr,
-                    "usage: trainer --batch-size N [--steps S] [--channels C] [--seed K] [--lr X]\n");
+            fprintf(stderr, "usage: trainer --batch-size N [--steps S] [--channels C] [--seed K] "
+                            "[--lr X] [--global-batch G] [--recover] [--memory-limit MIB] "
+                            "[--shrink-at STEP:MIB] [--grow-after N]\n");
             return 2;
         }
     }
@@ -257,9 +365,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "trainer: no batch size (--batch-size N or BATCHFIT_BATCH_SIZE)\n");
         return 2;
     }
+    if (global <= 0)
+        global = batch;
     if (lr <= 0.0)
         lr = 0.2 / conv_c;
     rng_state = 0x9E3779B97F4A7C15ull ^ (uint64_t)seed;
+    data_seed = rng_state;
     model params, grads;
     model *m = &params;
     model *models[2] = {&params, &grads};
@@ -280,36 +391,93 @@ int main(int argc, char **argv)
         for (int f = 0; f < FEATURES; f++)
             FC_W(m->fc_w, k, f) = (float)((uniform() - 0.5) * 0.05);
     }
-    size_t n = (size_t)batch;
-    buffers b;
-    b.input = checked_alloc(n, sizeof(float) * IN_C * IN_H * IN_W, "the input batch");
-    b.labels = checked_alloc(n, sizeof(int), "the labels");
-    b.conv = checked_alloc(n, sizeof(float) * CONV_C * IN_H * IN_W, "the convolution activations");
-    b.pooled = checked_alloc(n, sizeof(float) * FEATURES, "the pooled activations");
-    b.logits = checked_alloc(n, sizeof(float) * CLASSES, "the logits");
-    b.dpooled = checked_alloc(n, sizeof(float) * FEATURES, "the pooled gradients");
-    b.dconv = checked_alloc(n, sizeof(float) * CONV_C * IN_H * IN_W, "the convolution gradients");
+    batchfit_ctx *ctx = NULL;
+    batchfit_recover *rec = NULL;
+    trainer t = {{0}, (size_t)batch};
+    batchfit_recover_plan plan = {(uint64_t)batch, (unsigned)((global + batch - 1) / batch),
+                                  (uint64_t)(global - batch * ((global + batch - 1) / batch - 1)),
+                                  (uint64_t)global};
+    if (recover) {
+        batchfit_recover_options ro;
+        batchfit_recover_options_init(&ro);
+        ro.global_batch = (uint64_t)global;
+        ro.micro_batch = (uint64_t)batch;
+        ro.grow_after = (unsigned)grow_after;
+        /* This trainer knows its memory curve exactly: no fixed part in
+         * what the limit counts, sample_bytes() a sample. */
+        ro.fit.valid = 1;
+        ro.fit.bytes_per_sample = (double)sample_bytes();
+        ro.resize = resize;
+        ro.userdata = &t;
+        if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK ||
+            batchfit_recover_create(ctx, &ro, &rec) != BATCHFIT_OK) {
+            fprintf(stderr, "trainer: cannot set up recovery: %s\n", batchfit_ctx_last_error(ctx));
+            return 2;
+        }
+        batchfit_ctx_set_log(ctx, print_log, NULL, BATCHFIT_LOG_INFO);
+        plan = *batchfit_recover_get(rec);
+        t.micro = (size_t)plan.micro_batch;
+    }
+    alloc_buffers(&t.b, t.micro);
     double first = 0.0, last = 0.0;
+    uint64_t seen = 0;
     for (long s = 0; s < steps; s++) {
-        make_batch(&b, n);
-        last = step(m, &grads, &b, n, (float)lr);
+        uint64_t limit = memory_limit_mib ? (uint64_t)memory_limit_mib << 20 : 0;
+        if (shrink_step > 0 && s + 1 >= shrink_step)
+            limit = (uint64_t)shrink_mib << 20;
+        /* The micro-batch's buffers must fit the limit, as on a device. */
+        if (limit && (uint64_t)t.micro * sample_bytes() > limit) {
+            printf("out of memory at step %ld: micro-batch %zu needs %zu bytes, %llu available\n",
+                   s + 1, t.micro, t.micro * sample_bytes(), (unsigned long long)limit);
+            if (!rec) {
+                fprintf(stderr, "trainer: out of memory\n");
+                return 1;
+            }
+            if (batchfit_recover_oom(rec, limit) != BATCHFIT_OK) {
+                fprintf(stderr, "trainer: %s\n", batchfit_ctx_last_error(ctx));
+                return 1;
+            }
+            plan = *batchfit_recover_get(rec);
+            s--; /* the same step again, with the new plan */
+            continue;
+        }
+        zero_grads(&grads);
+        double loss = 0.0;
+        uint64_t offset = 0;
+        for (unsigned j = 0; j < plan.accumulation; j++) {
+            size_t n = j + 1 == plan.accumulation ? (size_t)plan.last_micro_batch
+                                                  : (size_t)plan.micro_batch;
+            make_batch(&t.b, n, (uint64_t)s * (uint64_t)global + offset);
+            loss += accumulate(m, &grads, &t.b, n, (size_t)global);
+            offset += n;
+        }
+        update(m, &grads, (float)lr);
+        seen += offset;
+        last = loss / (double)global;
         if (s == 0)
             first = last;
-        printf("step %ld loss %.4f\n", s + 1, last);
+        printf("step %ld loss %.4f effective batch %llu (micro-batch %llu x %u)\n", s + 1, last,
+               (unsigned long long)offset, (unsigned long long)plan.micro_batch, plan.accumulation);
         fflush(stdout);
+        if (rec) {
+            int changed = 0;
+            if (batchfit_recover_step_ok(rec, &changed) != BATCHFIT_OK) {
+                fprintf(stderr, "trainer: %s\n", batchfit_ctx_last_error(ctx));
+                return 1;
+            }
+            plan = *batchfit_recover_get(rec);
+        }
     }
     printf("trained %ld steps at batch size %ld (loss %.4f -> %.4f)\n", steps, batch, first, last);
-    free(b.input);
-    free(b.labels);
-    free(b.conv);
-    free(b.pooled);
-    free(b.logits);
-    free(b.dpooled);
-    free(b.dconv);
+    printf("samples seen %llu, effective batch %ld, final loss %.9f\n", (unsigned long long)seen,
+           global, last);
+    free_buffers(&t.b);
     for (int k = 0; k < 2; k++) {
         free(models[k]->conv_w);
         free(models[k]->conv_b);
         free(models[k]->fc_w);
     }
+    batchfit_recover_free(rec);
+    batchfit_ctx_free(ctx);
     return 0;
 }

@@ -697,6 +697,56 @@ BATCHFIT_API int batchfit_cache_list(const char *dir,
 /* Removes every entry; returns how many, or -1. */
 BATCHFIT_API int batchfit_cache_clear(const char *dir, char *err, size_t err_len);
 
+/* ------------------------------------------------------------------------ */
+/* Recovery: out of memory during training                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct batchfit_recover_s batchfit_recover;
+
+/* How to run one optimizer step: accumulation micro-batches, every one of
+ * micro_batch samples but the last, which has last_micro_batch, so the
+ * step always sees exactly effective_batch samples. */
+typedef struct batchfit_recover_plan {
+    uint64_t micro_batch;
+    unsigned accumulation;
+    uint64_t last_micro_batch;
+    uint64_t effective_batch;   /* always the global batch */
+} batchfit_recover_plan;
+
+/* Rebuild the data pipeline for the new plan; nonzero aborts. */
+typedef int (*batchfit_resize_fn)(const batchfit_recover_plan *plan, void *userdata);
+
+typedef struct batchfit_recover_options {
+    size_t struct_size;         /* set by batchfit_recover_options_init */
+    uint64_t global_batch;      /* the effective batch to keep */
+    uint64_t micro_batch;       /* the probed size to start from (at most global_batch) */
+    uint64_t min_batch;         /* never below this (default 1) */
+    unsigned max_retries;       /* reductions in a row without a clean step (default 8) */
+    unsigned grow_after;        /* clean steps before trying a larger micro-batch; 0 = never */
+    batchfit_fit fit;           /* the probe's memory curve, when known */
+    batchfit_resize_fn resize;  /* called whenever the plan changes */
+    void *userdata;
+} batchfit_recover_options;
+
+BATCHFIT_API void batchfit_recover_options_init(batchfit_recover_options *opts);
+BATCHFIT_API int batchfit_recover_create(batchfit_ctx *ctx, const batchfit_recover_options *opts,
+                                         batchfit_recover **out);
+BATCHFIT_API void batchfit_recover_free(batchfit_recover *rec);
+/* The plan for the next optimizer step. */
+BATCHFIT_API const batchfit_recover_plan *batchfit_recover_get(const batchfit_recover *rec);
+/* A step ran to the end. After grow_after clean steps (when set) the
+ * micro-batch is raised toward the starting size; *changed says so. */
+BATCHFIT_API int batchfit_recover_step_ok(batchfit_recover *rec, int *changed);
+/* A step ran out of memory (retry it with the new plan). available_bytes
+ * is the memory the step may use now, when known (0: unknown): with the
+ * probe's curve the new micro-batch is the largest predicted to fit in it,
+ * else the micro-batch is halved; never below the minimum. Returns
+ * BATCHFIT_OK with a new plan, BATCHFIT_E_MIN_DOES_NOT_FIT when the minimum
+ * itself ran out of memory or max_retries reductions came in a row, or
+ * BATCHFIT_E_ABORTED when the resize callback said stop. Every decision is
+ * logged with its reason. */
+BATCHFIT_API int batchfit_recover_oom(batchfit_recover *rec, uint64_t available_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,185 @@
+/* Recovery from running out of memory during training: a smaller
+ * micro-batch and more gradient accumulation, so the effective batch - the
+ * samples behind each optimizer step - never changes; the data pipeline is
+ * rebuilt through the caller's callback; optionally grow back after a run
+ * of clean steps. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+struct batchfit_recover_s {
+    batchfit_ctx *ctx;
+    batchfit_recover_options opts;
+    batchfit_recover_plan plan;
+    uint64_t start_micro;     /* the probed size */
+    uint64_t last_good_micro; /* the largest micro-batch that ran clean since the last shrink */
+    unsigned clean_steps;
+    unsigned retries;
+    unsigned grow_wait;       /* clean steps before the next attempt to grow */
+    int growing;              /* the current plan is an attempt to grow */
+};
+
+void batchfit_recover_options_init(batchfit_recover_options *opts)
+{
+    if (!opts)
+        return;
+    *opts = (batchfit_recover_options){0};
+    opts->struct_size = sizeof *opts;
+    opts->min_batch = 1;
+    opts->max_retries = 8;
+}
+
+/* micro_batch m for the global batch: ceil(G / m) steps, the last one
+ * holding what remains. */
+static void make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro)
+{
+    if (micro > global)
+        micro = global;
+    p->micro_batch = micro;
+    p->accumulation = (unsigned)((global + micro - 1) / micro);
+    p->last_micro_batch = global - micro * (p->accumulation - 1);
+    p->effective_batch = global;
+}
+
+static int apply(batchfit_recover *r, uint64_t micro, const char *why)
+{
+    make_plan(&r->plan, r->opts.global_batch, micro);
+    batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
+                  "recover: micro-batch %llu x %u accumulation steps (the last of %llu) keeps the "
+                  "effective batch at %llu: %s",
+                  (unsigned long long)r->plan.micro_batch, r->plan.accumulation,
+                  (unsigned long long)r->plan.last_micro_batch,
+                  (unsigned long long)r->plan.effective_batch, why);
+    if (r->opts.resize && r->opts.resize(&r->plan, r->opts.userdata) != 0)
+        return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED,
+                              "recover: the resize callback stopped training at micro-batch %llu",
+                              (unsigned long long)micro);
+    return BATCHFIT_OK;
+}
+
+int batchfit_recover_create(batchfit_ctx *ctx, const batchfit_recover_options *opts,
+                            batchfit_recover **out)
+{
+    if (!ctx || !out)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!opts || opts->struct_size != sizeof *opts)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "recover: options not initialised with batchfit_recover_options_init()");
+    if (opts->global_batch == 0 || opts->micro_batch == 0)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "recover: the global batch and the starting micro-batch must be "
+                              "positive");
+    uint64_t min = opts->min_batch ? opts->min_batch : 1;
+    if (min > opts->global_batch)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "recover: the minimum micro-batch %llu exceeds the global batch %llu",
+                              (unsigned long long)min, (unsigned long long)opts->global_batch);
+    batchfit_recover *r = batchfit__calloc(&ctx->allocator, 1, sizeof *r);
+    if (!r)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a recovery");
+    r->ctx = ctx;
+    r->opts = *opts;
+    r->opts.min_batch = min;
+    uint64_t start = opts->micro_batch < min ? min : opts->micro_batch;
+    r->start_micro = start > opts->global_batch ? opts->global_batch : start;
+    r->grow_wait = opts->grow_after;
+    make_plan(&r->plan, opts->global_batch, r->start_micro);
+    r->last_good_micro = 0;
+    *out = r;
+    return BATCHFIT_OK;
+}
+
+void batchfit_recover_free(batchfit_recover *rec)
+{
+    if (rec)
+        batchfit__free(&rec->ctx->allocator, rec);
+}
+
+const batchfit_recover_plan *batchfit_recover_get(const batchfit_recover *rec)
+{
+    return rec ? &rec->plan : NULL;
+}
+
+int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
+{
+    if (!r)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (changed)
+        *changed = 0;
+    r->retries = 0;
+    r->growing = 0;
+    if (r->plan.micro_batch > r->last_good_micro)
+        r->last_good_micro = r->plan.micro_batch;
+    r->clean_steps++;
+    if (!r->opts.grow_after || r->plan.micro_batch >= r->start_micro ||
+        r->clean_steps < r->grow_wait)
+        return BATCHFIT_OK;
+    /* Halfway back toward the probed size: memory freed by others may not
+     * all be back. */
+    uint64_t target = r->plan.micro_batch + (r->start_micro - r->plan.micro_batch + 1) / 2;
+    r->clean_steps = 0;
+    r->growing = 1;
+    if (changed)
+        *changed = 1;
+    char why[128];
+    snprintf(why, sizeof why, "%u clean steps: growing back toward the probed %llu",
+             r->grow_wait, (unsigned long long)r->start_micro);
+    return apply(r, target, why);
+}
+
+int batchfit_recover_oom(batchfit_recover *r, uint64_t available_bytes)
+{
+    if (!r)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    uint64_t m = r->plan.micro_batch;
+    r->clean_steps = 0;
+    if (r->growing) {
+        /* Growing was too hopeful: back to the last size that ran clean,
+         * and wait twice as long before the next attempt. */
+        r->growing = 0;
+        r->grow_wait = r->grow_wait ? r->grow_wait * 2 : r->opts.grow_after;
+        uint64_t back = r->last_good_micro ? r->last_good_micro : m / 2;
+        if (back < r->opts.min_batch)
+            back = r->opts.min_batch;
+        char why[160];
+        snprintf(why, sizeof why,
+                 "out of memory after growing to %llu: back to %llu, next attempt after %u clean "
+                 "steps",
+                 (unsigned long long)m, (unsigned long long)back, r->grow_wait);
+        return apply(r, back, why);
+    }
+    if (m <= r->opts.min_batch)
+        return batchfit__fail(r->ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
+                              "recover: out of memory at the minimum micro-batch of %llu; giving up",
+                              (unsigned long long)m);
+    if (++r->retries > r->opts.max_retries)
+        return batchfit__fail(r->ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
+                              "recover: %u reductions in a row without a clean step; giving up",
+                              r->opts.max_retries);
+    uint64_t next = m / 2;
+    char why[200];
+    snprintf(why, sizeof why, "out of memory at micro-batch %llu: halved",
+             (unsigned long long)m);
+    const batchfit_fit *f = &r->opts.fit;
+    if (available_bytes && f->valid && f->bytes_per_sample > 0.0 &&
+        (double)available_bytes > f->intercept_bytes) {
+        double fits = floor(((double)available_bytes - f->intercept_bytes) / f->bytes_per_sample);
+        if (fits >= 1.0 && fits < (double)m) {
+            next = (uint64_t)fits;
+            snprintf(why, sizeof why,
+                     "out of memory at micro-batch %llu: the probe's curve (%.0f bytes + %.0f a "
+                     "sample) fits %llu in the %llu bytes available now",
+                     (unsigned long long)m, f->intercept_bytes, f->bytes_per_sample,
+                     (unsigned long long)next, (unsigned long long)available_bytes);
+        }
+    }
+    if (next < r->opts.min_batch)
+        next = r->opts.min_batch;
+    if (next >= m)
+        next = m - 1;
+    /* What ran clean before no longer tells what fits now. */
+    r->last_good_micro = 0;
+    return apply(r, next, why);
+}

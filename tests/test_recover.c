@@ -1,0 +1,235 @@
+#include "test.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+typedef struct resizes {
+    int calls;
+    batchfit_recover_plan last;
+    int stop;
+} resizes;
+
+static int on_resize(const batchfit_recover_plan *plan, void *userdata)
+{
+    resizes *r = userdata;
+    r->calls++;
+    r->last = *plan;
+    return r->stop;
+}
+
+static batchfit_recover *make(batchfit_ctx *ctx, uint64_t global, uint64_t micro, resizes *rs,
+                              void (*tweak)(batchfit_recover_options *))
+{
+    batchfit_recover_options o;
+    batchfit_recover_options_init(&o);
+    o.global_batch = global;
+    o.micro_batch = micro;
+    o.resize = on_resize;
+    o.userdata = rs;
+    if (tweak)
+        tweak(&o);
+    batchfit_recover *r = NULL;
+    if (batchfit_recover_create(ctx, &o, &r) != BATCHFIT_OK)
+        return NULL;
+    return r;
+}
+
+TEST(recover_shrinks_and_keeps_the_effective_batch)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    resizes rs = {0};
+    batchfit_recover *r = make(ctx, 96, 32, &rs, NULL);
+    CHECK(r != NULL);
+    const batchfit_recover_plan *p = batchfit_recover_get(r);
+    CHECK_EQ(p->micro_batch, 32);
+    CHECK_EQ(p->accumulation, 3);
+    CHECK_EQ(p->last_micro_batch, 32);
+    CHECK_EQ(p->effective_batch, 96);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK); /* no curve: halve */
+    CHECK_EQ(p->micro_batch, 16);
+    CHECK_EQ(p->accumulation, 6);
+    CHECK_EQ(rs.calls, 1);
+    CHECK_EQ(rs.last.micro_batch, 16);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 8);
+    CHECK_EQ(p->accumulation, 12);
+    batchfit_recover_free(r);
+
+    /* A global batch the micro-batch does not divide: the last is smaller. */
+    r = make(ctx, 100, 64, &rs, NULL);
+    CHECK_EQ(p = batchfit_recover_get(r), p);
+    p = batchfit_recover_get(r);
+    CHECK_EQ(p->accumulation, 2);
+    CHECK_EQ(p->last_micro_batch, 36);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 32);
+    CHECK_EQ(p->accumulation, 4);
+    CHECK_EQ(p->last_micro_batch, 4);
+    CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 100);
+    batchfit_recover_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+static void with_curve(batchfit_recover_options *o)
+{
+    o->fit.valid = 1;
+    o->fit.intercept_bytes = 1000;
+    o->fit.bytes_per_sample = 100;
+    o->min_batch = 4;
+    o->max_retries = 3;
+}
+
+TEST(recover_uses_the_curve_and_gives_up_at_the_minimum)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    resizes rs = {0};
+    batchfit_recover *r = make(ctx, 256, 64, &rs, with_curve);
+    const batchfit_recover_plan *p = batchfit_recover_get(r);
+    /* 1000 + 100 m <= 5050: m = 40 (not halved to 32). */
+    CHECK_EQ(batchfit_recover_oom(r, 5050), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 40);
+    CHECK_EQ(p->accumulation, 7);
+    CHECK_EQ(p->last_micro_batch, 16);
+    /* The curve's answer never goes up or stays: at least one smaller. */
+    CHECK_EQ(batchfit_recover_oom(r, 1000000), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 20);
+    /* Never below the minimum; out of memory at the minimum gives up. */
+    CHECK_EQ(batchfit_recover_oom(r, 1200), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 4);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "minimum micro-batch of 4");
+    batchfit_recover_free(r);
+
+    /* A bounded number of reductions without a clean step. */
+    r = make(ctx, 1 << 20, 1 << 19, &rs, with_curve);
+    int rc = BATCHFIT_OK, n = 0;
+    while (rc == BATCHFIT_OK && n < 10) {
+        rc = batchfit_recover_oom(r, 0);
+        n++;
+    }
+    CHECK_EQ(rc, BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(n, 4);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "3 reductions in a row");
+    batchfit_recover_free(r);
+
+    /* The resize callback can stop training. */
+    rs.stop = 1;
+    r = make(ctx, 64, 32, &rs, NULL);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_ABORTED);
+    batchfit_recover_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+static void grow_after_3(batchfit_recover_options *o)
+{
+    o->grow_after = 3;
+}
+
+TEST(recover_grows_back_when_asked)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    resizes rs = {0};
+    batchfit_recover *r = make(ctx, 128, 32, &rs, grow_after_3);
+    const batchfit_recover_plan *p = batchfit_recover_get(r);
+    int changed = 0;
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 16);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+        CHECK_EQ(changed, 0);
+    }
+    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+    CHECK_EQ(changed, 1);
+    CHECK_EQ(p->micro_batch, 24); /* halfway back to 32 */
+    CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 128);
+    /* Too hopeful: back to 16, and twice as long before the next try. */
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 16);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+        CHECK_EQ(changed, 0);
+    }
+    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+    CHECK_EQ(changed, 1);
+    CHECK_EQ(p->micro_batch, 24);
+    /* A growth that held keeps the longer wait. */
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 24);
+    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 28);
+    batchfit_recover_free(r);
+
+    /* Off by default: clean steps never change the plan. */
+    r = make(ctx, 128, 32, &rs, NULL);
+    p = batchfit_recover_get(r);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    for (int i = 0; i < 50; i++) {
+        CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+        CHECK_EQ(changed, 0);
+    }
+    CHECK_EQ(p->micro_batch, 16);
+    batchfit_recover_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(recover_rejects_bad_options_and_survives_allocation_failure)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_recover_options o;
+    batchfit_recover_options_init(&o);
+    batchfit_recover *r = NULL;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    o.global_batch = 8;
+    o.micro_batch = 4;
+    o.min_batch = 16;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(r == NULL);
+    batchfit_ctx_free(ctx);
+    test_alloc_state st = {0, -1, 0, 0};
+    ctx = test_ctx(&st);
+    o.min_batch = 1;
+    st.fail_at = st.calls;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_NO_MEMORY);
+    CHECK(r == NULL);
+    batchfit_ctx_free(ctx);
+    CHECK_EQ(st.outstanding, 0);
+}
+
+/* Runs the example trainer and returns its last line. */
+static int trainer(const char *extra, char *last, size_t len)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s/examples/trainer --batch-size 32 --global-batch 96 --steps 6 %s 2>/dev/null",
+             test_build_dir(), extra);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char line[512];
+    last[0] = '\0';
+    while (fgets(line, sizeof line, p))
+        snprintf(last, len, "%s", line);
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Memory runs short at step 3 of 6 (the limit falls from 64 MiB to 8 MiB):
+ * with recovery the trainer finishes with the same effective batch, the
+ * same samples seen and the very same final loss as an undisturbed run. */
+TEST(recover_through_the_example_trainer)
+{
+    char calm[512], short_of_memory[512], no_recovery[512];
+    CHECK_EQ(trainer("--memory-limit 64", calm, sizeof calm), 0);
+    CHECK_CONTAINS(calm, "samples seen 576, effective batch 96, final loss ");
+    CHECK_EQ(trainer("--memory-limit 64 --shrink-at 3:8 --recover", short_of_memory,
+                     sizeof short_of_memory),
+             0);
+    CHECK_STR(short_of_memory, calm);
+    CHECK_EQ(trainer("--memory-limit 64 --shrink-at 3:8", no_recovery, sizeof no_recovery), 1);
+    /* Too little even for one sample (64 channels: ~3 MiB a sample):
+     * recovery gives up, clearly. */
+    CHECK_EQ(trainer("--channels 64 --memory-limit 512 --shrink-at 2:1 --recover", no_recovery,
+                     sizeof no_recovery),
+             1);
+}
