@@ -185,8 +185,11 @@ $(BUILD)/libbatchfit.pc: libbatchfit.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-install: lib $(BUILD)/libbatchfit.pc
-	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
+install: lib cli $(BUILD)/libbatchfit.pc
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/batchfit
+	install -m 644 doc/batchfit.1 $(DESTDIR)$(MANDIR)/man1/batchfit.1
 	install -m 644 include/batchfit.h $(DESTDIR)$(INCLUDEDIR)/batchfit.h
 	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/libbatchfit.so.$(VERSION)
 	ln -sf libbatchfit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
@@ -196,6 +199,7 @@ install: lib $(BUILD)/libbatchfit.pc
 	ln -sf libbatchfit.pc $(DESTDIR)$(PKGCONFIGDIR)/batchfit.pc
 
 uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/batchfit $(DESTDIR)$(MANDIR)/man1/batchfit.1
 	rm -f $(DESTDIR)$(INCLUDEDIR)/batchfit.h $(DESTDIR)$(LIBDIR)/libbatchfit.so* \
 	      $(DESTDIR)$(LIBDIR)/libbatchfit.a $(DESTDIR)$(PKGCONFIGDIR)/libbatchfit.pc \
 	      $(DESTDIR)$(PKGCONFIGDIR)/batchfit.pc

@@ -9,7 +9,8 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 make -s -C "$root" install DESTDIR="$tmp/dest" PREFIX=/usr/local BUILD="$tmp/build" \
     CC="${CC:-cc}" SANITIZE= >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log" >&2; exit 1; }
 for f in include/batchfit.h lib/libbatchfit.a lib/libbatchfit.so lib/libbatchfit.so.0 \
-         lib/pkgconfig/libbatchfit.pc lib/pkgconfig/batchfit.pc; do
+         lib/pkgconfig/libbatchfit.pc lib/pkgconfig/batchfit.pc bin/batchfit \
+         share/man/man1/batchfit.1; do
     test -e "$tmp/dest/usr/local/$f" || { echo "install_check: missing $f" >&2; exit 1; }
 done
 PKG_CONFIG_PATH="$tmp/dest/usr/local/lib/pkgconfig"
