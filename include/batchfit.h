@@ -132,6 +132,9 @@ BATCHFIT_API const char *batchfit_ctx_last_error(const batchfit_ctx *ctx);
 BATCHFIT_API int batchfit_parse_size(const char *text, const char *what, uint64_t *bytes_out,
                                      char *err, size_t err_len);
 
+/* Writes bytes for people: "512 B", "1.50 GiB" (binary units, two decimals). */
+BATCHFIT_API void batchfit_format_bytes(double bytes, char *buf, size_t len);
+
 /* A fraction written as a percentage, "5%" or "0.5%", into [0, 1]. */
 BATCHFIT_API int batchfit_parse_percent(const char *text, const char *what, double *fraction_out,
                                         char *err, size_t err_len);

@@ -398,18 +398,6 @@ static const char *signal_name(int sig)
     return "a signal";
 }
 
-static void format_size(uint64_t bytes, char *buf, size_t len)
-{
-    double v = (double)bytes;
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    unsigned u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", v, units[u]);
-}
-
 /* Kills whatever of the trial is still alive: the process group, the
  * cgroup, and every descendant seen (checked by start time against pid
  * reuse); then reaps what became our children. */
@@ -595,7 +583,7 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
 
     trial->peak_known = d->peak_known;
     trial->peak_bytes = d->peak_bytes;
-    format_size(d->peak_bytes, peak, sizeof peak);
+    batchfit_format_bytes((double)d->peak_bytes, peak, sizeof peak);
     if (w->timed_out) {
         trial->outcome = BATCHFIT_ERROR;
         snprintf(trial->message, sizeof trial->message,
@@ -604,11 +592,11 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
         return;
     }
     if (w->watchdog_stopped) {
-        format_size(r->opts.budget_bytes, limit, sizeof limit);
+        batchfit_format_bytes((double)r->opts.budget_bytes, limit, sizeof limit);
         trial->outcome = BATCHFIT_OOM;
         trial->peak_bytes = w->watchdog_seen;
         trial->peak_known = 1;
-        format_size(w->watchdog_seen, peak, sizeof peak);
+        batchfit_format_bytes((double)w->watchdog_seen, peak, sizeof peak);
         snprintf(trial->message, sizeof trial->message,
                  "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
                  limit);
@@ -638,7 +626,7 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
                        (double)d->peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
         trial->outcome = near_cap && r->opts.crash_is_oom ? BATCHFIT_OOM : BATCHFIT_ERROR;
         if (near_cap) {
-            format_size(r->opts.enforce_bytes, limit, sizeof limit);
+            batchfit_format_bytes((double)r->opts.enforce_bytes, limit, sizeof limit);
             snprintf(trial->message, sizeof trial->message,
                      "killed by signal %d (%s, status %d); its peak %s was within 10%% of the "
                      "--enforce cap of %s: this looks like an unchecked allocation failing%s",

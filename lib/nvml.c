@@ -59,20 +59,18 @@ int batchfit__nvml_load(batchfit__nvml *n)
     const char *override = getenv("BATCHFIT_NVML_LIBRARY");
     const char *paths[] = {override && *override ? override : "libnvidia-ml.so.1",
                            override && *override ? NULL : "libnvidia-ml.so"};
-    const char *tried = paths[0];
     for (size_t i = 0; i < 2 && paths[i] && !n->handle; i++) {
         dlerror();
         n->handle = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        if (!n->handle) {
+        /* The first path's reason is the telling one. */
+        if (!n->handle && i == 0) {
             const char *why = dlerror();
-            snprintf(n->error, sizeof n->error, "cannot load %s: %s", paths[i],
-                     why ? why : "not found");
-            tried = paths[i];
+            snprintf(n->error, sizeof n->error, "cannot load %s%s: %s", paths[0],
+                     paths[1] ? " (nor libnvidia-ml.so)" : "", why ? why : "not found");
         }
     }
     if (!n->handle)
         return -1;
-    (void)tried;
     for (size_t i = 0; i < sizeof nvml_symbols / sizeof nvml_symbols[0]; i++) {
         const symbol *sym = &nvml_symbols[i];
         void *fn = NULL;

@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -154,6 +155,19 @@ int batchfit_parse_size(const char *text, const char *what, uint64_t *bytes_out,
     }
     *bytes_out = bytes;
     return BATCHFIT_OK;
+}
+
+void batchfit_format_bytes(double bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    unsigned u = 0;
+    if (!buf || len == 0)
+        return;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
 }
 
 int batchfit_parse_percent(const char *text, const char *what, double *fraction_out, char *err,

@@ -32,17 +32,6 @@ typedef struct search {
     unsigned misses;    /* consecutive rejected proposals of the model */
 } search;
 
-static void format_bytes(double bytes, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    unsigned u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
-}
-
 /* Decides whether a trial counts as fitting: it must have finished, and a
  * measured peak must stay under the budget with room for the spread. */
 static void judge(const search *s, batchfit_trial *t)
@@ -55,15 +44,15 @@ static void judge(const search *s, batchfit_trial *t)
         return;
     }
     char peak[32], limit[32];
-    format_bytes((double)t->peak_bytes, peak, sizeof peak);
+    batchfit_format_bytes((double)t->peak_bytes, peak, sizeof peak);
     if ((double)t->peak_bytes > s->budget) {
-        format_bytes(s->budget, limit, sizeof limit);
+        batchfit_format_bytes(s->budget, limit, sizeof limit);
         t->outcome = BATCHFIT_OOM;
         snprintf(t->message, sizeof t->message, "peak %s exceeds the budget of %s", peak, limit);
         return;
     }
     if ((double)t->peak_bytes > s->safe_budget) {
-        format_bytes(s->safe_budget, limit, sizeof limit);
+        batchfit_format_bytes(s->safe_budget, limit, sizeof limit);
         snprintf(t->message, sizeof t->message,
                  "peak %s is above %s, the budget less the %.2f%% trial-to-trial spread; a "
                  "re-run could exceed the budget",
@@ -90,7 +79,7 @@ static int run_trial(search *s, int64_t i)
         return batchfit__fail(s->ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording a trial");
     char peak[32] = "unknown";
     if (t.peak_known)
-        format_bytes((double)t.peak_bytes, peak, sizeof peak);
+        batchfit_format_bytes((double)t.peak_bytes, peak, sizeof peak);
     batchfit__log(s->ctx, BATCHFIT_LOG_INFO, "trial %zu: batch %llu %s (%s %s, %.3f s)%s%s",
                   s->result->trial_count, (unsigned long long)t.batch,
                   batchfit_outcome_name(t.outcome),
@@ -551,7 +540,7 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
     if (s.hi == 0) {
         char budget[32] = "unknown";
         if (s.budget_known)
-            format_bytes(s.budget, budget, sizeof budget);
+            batchfit_format_bytes(s.budget, budget, sizeof budget);
         const batchfit_trial *last = &result->trials[result->trial_count - 1];
         return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
                               "even the minimum batch size %llu does not fit in the budget (%s)%s%s; "

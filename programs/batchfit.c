@@ -41,17 +41,6 @@ int cli_exit_code(int code, int interrupted)
     return EXIT_INTERNAL;
 }
 
-void cli_format_bytes(double bytes, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    unsigned u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -8,7 +8,7 @@ static void print_entry(const batchfit_cache_entry *e, void *userdata)
 {
     (void)userdata;
     char budget[32];
-    cli_format_bytes((double)e->budget_bytes, budget, sizeof budget);
+    batchfit_format_bytes((double)e->budget_bytes, budget, sizeof budget);
     printf("%s  batch_size=%llu  budget %s  %s\n", e->key, (unsigned long long)e->batch_size,
            budget, e->description);
 }

@@ -26,8 +26,6 @@ int cli_cache(int argc, char **argv);
 /* Maps a library code to the CLI's exit code. */
 int cli_exit_code(int code, int interrupted);
 
-/* "1.50 GiB" */
-void cli_format_bytes(double bytes, char *buf, size_t len);
 
 /* A JSON writer over a FILE: it places commas and escapes strings. */
 typedef struct json_writer {

@@ -157,10 +157,10 @@ int cli_estimate(int argc, char **argv)
         jw_end_object(&w);
     } else {
         char state[32], act[32], peak[32], budget[32];
-        cli_format_bytes((double)e.model_state_bytes, state, sizeof state);
-        cli_format_bytes((double)e.activation_bytes_per_sample, act, sizeof act);
-        cli_format_bytes((double)e.predicted_peak_bytes, peak, sizeof peak);
-        cli_format_bytes((double)e.budget_bytes, budget, sizeof budget);
+        batchfit_format_bytes((double)e.model_state_bytes, state, sizeof state);
+        batchfit_format_bytes((double)e.activation_bytes_per_sample, act, sizeof act);
+        batchfit_format_bytes((double)e.predicted_peak_bytes, peak, sizeof peak);
+        batchfit_format_bytes((double)e.budget_bytes, budget, sizeof budget);
         printf("model state        %s (%.0f bytes per parameter)\n", state, e.bytes_per_param);
         printf("activations        %s per sample\n", act);
         if (in.device_bytes) {

@@ -9,8 +9,8 @@
 static void print_memory(const char *label, uint64_t total, uint64_t free_bytes)
 {
     char t[32], f[32];
-    cli_format_bytes((double)total, t, sizeof t);
-    cli_format_bytes((double)free_bytes, f, sizeof f);
+    batchfit_format_bytes((double)total, t, sizeof t);
+    batchfit_format_bytes((double)free_bytes, f, sizeof f);
     printf("%s%s total, %s free\n", label, t, f);
 }
 

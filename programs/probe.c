@@ -650,7 +650,7 @@ static int on_trial(const batchfit_trial *t, void *userdata)
     if (!s->cli->quiet && s->cli->style) {
         char peak[32] = "unknown";
         if (t->peak_known)
-            cli_format_bytes((double)t->peak_bytes, peak, sizeof peak);
+            batchfit_format_bytes((double)t->peak_bytes, peak, sizeof peak);
         const char *color = "", *reset = "";
         if (s->cli->style == 2) {
             color = t->accepted ? "\033[32m" : t->outcome == BATCHFIT_ERROR ? "\033[31m" : "\033[33m";
@@ -744,9 +744,9 @@ static void print_summary(session *s)
     if (s->cli->quiet || !r || !r->batch_size)
         return;
     char budget[32], usable[32], margin[32];
-    cli_format_bytes((double)r->budget.budget_bytes, budget, sizeof budget);
-    cli_format_bytes((double)r->budget.usable_bytes, usable, sizeof usable);
-    cli_format_bytes((double)r->budget.margin_bytes, margin, sizeof margin);
+    batchfit_format_bytes((double)r->budget.budget_bytes, budget, sizeof budget);
+    batchfit_format_bytes((double)r->budget.usable_bytes, usable, sizeof usable);
+    batchfit_format_bytes((double)r->budget.margin_bytes, margin, sizeof margin);
     fprintf(stderr, "batchfit: batch size %llu, found in %zu trials (%zu out of memory) with the %s "
                     "strategy\n",
             (unsigned long long)r->batch_size, r->trial_count, r->oom_trials,
@@ -756,8 +756,8 @@ static void print_summary(session *s)
         const batchfit_trial *t = &r->trials[i];
         if (t->batch == r->batch_size && t->accepted && t->peak_known) {
             char peak[32], headroom[32];
-            cli_format_bytes((double)t->peak_bytes, peak, sizeof peak);
-            cli_format_bytes((double)r->budget.budget_bytes - (double)t->peak_bytes, headroom,
+            batchfit_format_bytes((double)t->peak_bytes, peak, sizeof peak);
+            batchfit_format_bytes((double)r->budget.budget_bytes - (double)t->peak_bytes, headroom,
                              sizeof headroom);
             fprintf(stderr, "  peak at batch %llu: %s, headroom %s\n",
                     (unsigned long long)t->batch, peak, headroom);
@@ -771,9 +771,9 @@ static void print_summary(session *s)
                 (unsigned long long)r->batch_size);
     if (r->fit.valid) {
         char fixed[32], per[32];
-        cli_format_bytes(r->fit.intercept_bytes > 0 ? r->fit.intercept_bytes : 0, fixed,
+        batchfit_format_bytes(r->fit.intercept_bytes > 0 ? r->fit.intercept_bytes : 0, fixed,
                          sizeof fixed);
-        cli_format_bytes(r->fit.bytes_per_sample, per, sizeof per);
+        batchfit_format_bytes(r->fit.bytes_per_sample, per, sizeof per);
         fprintf(stderr, "  fitted memory: %s + %s per sample\n", fixed, per);
     }
 }
@@ -856,7 +856,7 @@ static int run_child_probe(session *s)
         }
         if (!c->quiet && c->style) {
             char held[32];
-            cli_format_bytes((double)b->held_bytes, held, sizeof held);
+            batchfit_format_bytes((double)b->held_bytes, held, sizeof held);
             fprintf(stderr, "batchfit: holding %s of ballast on %s while trials run\n", held,
                     c->device_spec);
         }

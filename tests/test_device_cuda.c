@@ -127,10 +127,6 @@ TEST(device_cuda_two_devices_mapped_to_nvml_by_uuid)
     CHECK_EQ(held, UINT64_C(3) << 30);
     CHECK_EQ(batchfit_device_memory(b, &total, &free_bytes), BATCHFIT_OK);
     CHECK_EQ(free_bytes, UINT64_C(13) << 30);
-    long self = (long)getpid();
-    (void)self;
-    batchfit_runner_options o; /* the runner samples through the same call */
-    batchfit_runner_options_init(&o);
     CHECK_EQ(batchfit_device_memory(a, &total, &free_bytes), BATCHFIT_OK);
     CHECK_EQ(free_bytes, UINT64_C(80) << 30);
     batchfit_device_release(b);

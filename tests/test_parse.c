@@ -204,3 +204,17 @@ TEST(parse_strategy_names)
     CHECK_CONTAINS(err, "\"fast\"");
     CHECK(batchfit_strategy_name((batchfit_strategy)17) == NULL);
 }
+
+TEST(parse_format_bytes)
+{
+    char buf[32];
+    batchfit_format_bytes(512, buf, sizeof buf);
+    CHECK_STR(buf, "512 B");
+    batchfit_format_bytes(1536, buf, sizeof buf);
+    CHECK_STR(buf, "1.50 KiB");
+    batchfit_format_bytes(80.0 * 1073741824.0, buf, sizeof buf);
+    CHECK_STR(buf, "80.00 GiB");
+    batchfit_format_bytes(3.0 * 1099511627776.0 * 1024.0, buf, sizeof buf);
+    CHECK_STR(buf, "3072.00 TiB");
+    batchfit_format_bytes(1, NULL, 0);
+}
