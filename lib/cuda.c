@@ -12,30 +12,24 @@
 #define CUDA_ERROR_STUB_LIBRARY 34
 #define CUDA_ERROR_NO_DEVICE 100
 
-typedef struct symbol {
-    const char *names[2];
-    size_t offset;
-    int required;
-} symbol;
-
 #define SLOT(field) offsetof(batchfit__cuda, field)
 
-static const symbol cuda_symbols[] = {
-    {{"cuInit", NULL}, SLOT(init), 1},
-    {{"cuDeviceGetCount", NULL}, SLOT(device_count), 1},
-    {{"cuDeviceGet", NULL}, SLOT(device_get), 1},
-    {{"cuDeviceGetName", NULL}, SLOT(name), 1},
-    {{"cuDeviceTotalMem_v2", NULL}, SLOT(total_mem), 1},
-    {{"cuDevicePrimaryCtxRetain", NULL}, SLOT(ctx_retain), 1},
-    {{"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"}, SLOT(ctx_release), 1},
-    {{"cuCtxSetCurrent", NULL}, SLOT(ctx_set_current), 1},
-    {{"cuMemGetInfo_v2", NULL}, SLOT(mem_get_info), 1},
-    {{"cuMemAlloc_v2", NULL}, SLOT(mem_alloc), 1},
-    {{"cuMemFree_v2", NULL}, SLOT(mem_free), 1},
-    {{"cuDeviceGetUuid_v2", "cuDeviceGetUuid"}, SLOT(uuid), 0},
-    {{"cuDeviceGetPCIBusId", NULL}, SLOT(pci_bus_id), 0},
-    {{"cuDriverGetVersion", NULL}, SLOT(driver_version), 0},
-    {{"cuGetErrorName", NULL}, SLOT(error_name), 0},
+static const batchfit__dl_symbol cuda_symbols[] = {
+    {{"cuInit", NULL, NULL}, SLOT(init), 1},
+    {{"cuDeviceGetCount", NULL, NULL}, SLOT(device_count), 1},
+    {{"cuDeviceGet", NULL, NULL}, SLOT(device_get), 1},
+    {{"cuDeviceGetName", NULL, NULL}, SLOT(name), 1},
+    {{"cuDeviceTotalMem_v2", NULL, NULL}, SLOT(total_mem), 1},
+    {{"cuDevicePrimaryCtxRetain", NULL, NULL}, SLOT(ctx_retain), 1},
+    {{"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease", NULL}, SLOT(ctx_release), 1},
+    {{"cuCtxSetCurrent", NULL, NULL}, SLOT(ctx_set_current), 1},
+    {{"cuMemGetInfo_v2", NULL, NULL}, SLOT(mem_get_info), 1},
+    {{"cuMemAlloc_v2", NULL, NULL}, SLOT(mem_alloc), 1},
+    {{"cuMemFree_v2", NULL, NULL}, SLOT(mem_free), 1},
+    {{"cuDeviceGetUuid_v2", "cuDeviceGetUuid", NULL}, SLOT(uuid), 0},
+    {{"cuDeviceGetPCIBusId", NULL, NULL}, SLOT(pci_bus_id), 0},
+    {{"cuDriverGetVersion", NULL, NULL}, SLOT(driver_version), 0},
+    {{"cuGetErrorName", NULL, NULL}, SLOT(error_name), 0},
 };
 
 static void reset(batchfit__cuda *c)
@@ -66,22 +60,13 @@ int batchfit__cuda_load(batchfit__cuda *c)
         snprintf(c->error, sizeof c->error, "cannot load %s: %s", path, why ? why : "not found");
         return -1;
     }
-    for (size_t i = 0; i < sizeof cuda_symbols / sizeof cuda_symbols[0]; i++) {
-        const symbol *sym = &cuda_symbols[i];
-        void *fn = NULL;
-        for (int k = 0; k < 2 && sym->names[k] && !fn; k++) {
-            dlerror();
-            fn = dlsym(c->handle, sym->names[k]);
-            if (dlerror())
-                fn = NULL;
-        }
-        if (!fn && sym->required) {
-            snprintf(c->error, sizeof c->error, "%s lacks %s", path, sym->names[0]);
-            dlclose(c->handle);
-            reset(c);
-            return -1;
-        }
-        memcpy((char *)c + sym->offset, &fn, sizeof fn);
+    const char *missing = NULL;
+    if (batchfit__dl_bind(c->handle, cuda_symbols, sizeof cuda_symbols / sizeof cuda_symbols[0], c,
+                          &missing) != 0) {
+        snprintf(c->error, sizeof c->error, "%s lacks %s", path, missing);
+        dlclose(c->handle);
+        reset(c);
+        return -1;
     }
     int rc = c->init(0);
     if (rc != CUDA_SUCCESS) {

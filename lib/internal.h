@@ -107,6 +107,16 @@ int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *d
 int batchfit__host_open(batchfit_ctx *ctx, batchfit_device *dev);
 int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *dev);
 
+/* dl.c: binds a table of symbols (names newest first) into a struct of
+ * function pointers; 0, or -1 with the first missing required name. */
+typedef struct batchfit__dl_symbol {
+    const char *names[3];
+    size_t offset;
+    int required;
+} batchfit__dl_symbol;
+int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t count, void *target,
+                      const char **missing);
+
 /* nvml.c: NVML loaded with dlopen. Function pointers are untyped where the
  * NVML types are opaque handles. */
 typedef struct batchfit__nvml {

@@ -14,15 +14,9 @@
 #define NVML_VALUE_NOT_AVAILABLE UINT64_C(0xFFFFFFFFFFFFFFFF)
 
 /* The symbol names, newest first, and where each pointer goes. */
-typedef struct symbol {
-    const char *names[3];
-    size_t offset;
-    int required;
-} symbol;
-
 #define SLOT(field) offsetof(batchfit__nvml, field)
 
-static const symbol nvml_symbols[] = {
+static const batchfit__dl_symbol nvml_symbols[] = {
     {{"nvmlInit_v2", "nvmlInit", NULL}, SLOT(init), 1},
     {{"nvmlShutdown", NULL, NULL}, SLOT(shutdown), 1},
     {{"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL}, SLOT(device_count), 1},
@@ -71,22 +65,13 @@ int batchfit__nvml_load(batchfit__nvml *n)
     }
     if (!n->handle)
         return -1;
-    for (size_t i = 0; i < sizeof nvml_symbols / sizeof nvml_symbols[0]; i++) {
-        const symbol *sym = &nvml_symbols[i];
-        void *fn = NULL;
-        for (int k = 0; k < 3 && sym->names[k] && !fn; k++) {
-            dlerror();
-            fn = dlsym(n->handle, sym->names[k]);
-            if (dlerror())
-                fn = NULL;
-        }
-        if (!fn && sym->required) {
-            snprintf(n->error, sizeof n->error, "NVML library lacks %s", sym->names[0]);
-            dlclose(n->handle);
-            reset(n);
-            return -1;
-        }
-        memcpy((char *)n + sym->offset, &fn, sizeof fn);
+    const char *missing = NULL;
+    if (batchfit__dl_bind(n->handle, nvml_symbols, sizeof nvml_symbols / sizeof nvml_symbols[0], n,
+                          &missing) != 0) {
+        snprintf(n->error, sizeof n->error, "%s lacks %s", "NVML library", missing);
+        dlclose(n->handle);
+        reset(n);
+        return -1;
     }
     int rc = n->init();
     if (rc != NVML_SUCCESS) {
