@@ -174,10 +174,11 @@ $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 test: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
 	BATCHFIT_TEST_BUILD=$(abspath $(BUILD)) $(RUNNER)
 
-# The main job: the CLI probing the example trainer on host memory.
+# The main job: the CLI probing the example trainer on host memory (without
+# the cache, so every run shows the search itself).
 DEMO_BUDGET ?= 58.05MiB
 demo: $(CLI) $(EXAMPLES)
-	$(CLI) probe --device host --memory-budget $(DEMO_BUDGET) --peak-spread 0% \
+	$(CLI) probe --device host --memory-budget $(DEMO_BUDGET) --peak-spread 0% --no-cache \
 	    -- $(BUILD)/examples/trainer --batch-size {batch} --steps 2
 
 $(BUILD)/libbatchfit.pc: libbatchfit.pc.in Makefile

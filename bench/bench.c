@@ -313,7 +313,7 @@ static int run_real(const char *batchfit, const char *trainer, real_run *run)
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "'%s' probe --device host --memory-budget 58.05MiB --peak-spread 0%% --strategy %s "
-             "--quiet --export-json - -- '%s' --batch-size {batch} --steps 2",
+             "--no-cache --quiet --export-json - -- '%s' --batch-size {batch} --steps 2",
              batchfit, run->strategy, trainer);
     double start = now();
     FILE *p = popen(cmd, "r");
@@ -549,7 +549,7 @@ int main(int argc, char **argv)
                 bench_family_source(k));
     if (real_ok) {
         fprintf(f, "\n## Real processes\n\n`batchfit probe --device host --memory-budget "
-                   "58.05MiB --peak-spread 0%% --strategy S -- build/examples/trainer "
+                   "58.05MiB --peak-spread 0%% --strategy S --no-cache -- build/examples/trainer "
                    "--batch-size {batch} --steps 2`\n\n| strategy | trials | batch size | wall "
                    "seconds | wall time / model's |\n|---|---|---|---|---|\n");
         for (int i = 0; i < 3; i++)
