@@ -281,14 +281,14 @@ static uint64_t tried_to_allocate(const char *line)
     p += 17;
     char text[64];
     size_t n = 0;
-    while (p[n] && n < sizeof text - 1 && (p[n] == '.' || (p[n] >= '0' && p[n] <= '9')))
+    while (n < sizeof text - 1 && p[n] && (p[n] == '.' || (p[n] >= '0' && p[n] <= '9')))
         n++;
     memcpy(text, p, n);
     const char *unit = p + n;
     while (*unit == ' ')
         unit++;
     size_t ulen = 0;
-    while (unit[ulen] && ulen < 5 && unit[ulen] != ' ' && unit[ulen] != '.' && unit[ulen] != ')')
+    while (ulen < 5 && unit[ulen] && unit[ulen] != ' ' && unit[ulen] != '.' && unit[ulen] != ')')
         ulen++;
     if (ulen == 5 && strncmp(unit, "bytes", 5) == 0)
         ulen = 0;

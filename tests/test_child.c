@@ -107,6 +107,25 @@ TEST(child_every_oom_signature_is_out_of_memory)
         CHECK_EQ(t.outcome, BATCHFIT_OOM);
         CHECK_EQ(d.exit_code, 0);
     }
+    /* What the message says it tried to allocate is a lower bound on the need. */
+    batchfit_runner_options o;
+    batchfit_runner_options_init(&o);
+    const char *tried[] = {tool(), "print",
+                           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                           "GPU 0 has a total capacity of 79.11 GiB",
+                           "1", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, tried, 8, &t, NULL), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK(t.peak_known);
+    CHECK(t.peak_bytes >= (UINT64_C(2) << 30));
+    const char *bytes[] = {tool(), "print",
+                           "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to "
+                           "allocate 8589934592 bytes. Error code 12",
+                           "1", NULL};
+    CHECK_EQ(trial(&o, bytes, 8, &t, NULL), BATCHFIT_OK);
+    CHECK(t.peak_bytes >= UINT64_C(8589934592));
+    CHECK(t.peak_bytes < UINT64_C(8589934592) + (UINT64_C(64) << 20));
 }
 
 TEST(child_user_pattern_counts_as_oom)
