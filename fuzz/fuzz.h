@@ -18,5 +18,6 @@ int fuzz_parse(const uint8_t *data, size_t size);
 int fuzz_template(const uint8_t *data, size_t size);
 int fuzz_json(const uint8_t *data, size_t size);
 int fuzz_sim_spec(const uint8_t *data, size_t size);
+int fuzz_cache(const uint8_t *data, size_t size);
 
 #endif

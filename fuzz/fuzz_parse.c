@@ -1,5 +1,6 @@
-/* Sizes, percentages, counts, the requested size, the VRAM limit and
- * strategy names: every parser of user text. */
+/* Sizes, percentages, counts, the requested size, the VRAM limit, strategy
+ * names, parameter counts, precisions and optimizers: every parser of user
+ * text. */
 #include "fuzz.h"
 
 #include "batchfit.h"
@@ -31,6 +32,12 @@ int FUZZ_ENTRY(fuzz_parse)(const uint8_t *data, size_t size)
         u == 0)
         abort(); /* an explicit limit is never "no limit" */
     batchfit_parse_strategy(text, "fuzz", &s, err, sizeof err);
+    if (batchfit_parse_params(text, "fuzz", &u, err, sizeof err) == BATCHFIT_OK && u == 0)
+        abort(); /* a parameter count is never zero */
+    batchfit_precision p;
+    batchfit_optimizer o;
+    batchfit_parse_precision(text, "fuzz", &p, err, sizeof err);
+    batchfit_parse_optimizer(text, "fuzz", &o, err, sizeof err);
     free(text);
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int replay(const char *name, int (*target)(const uint8_t *, size_t))
 {
@@ -40,4 +41,8 @@ TEST(fuzz_corpora_replay_cleanly)
     CHECK(replay("template", fuzz_template) >= 4);
     CHECK(replay("json", fuzz_json) >= 5);
     CHECK(replay("sim_spec", fuzz_sim_spec) >= 4);
+    CHECK(replay("cache", fuzz_cache) >= 4);
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-fuzz-cache-%ld", (long)getpid());
+    rmdir(dir);
 }
