@@ -35,6 +35,7 @@ struct batchfit_runner_s {
     batchfit__cgroup cg;
     batchfit__pidset seen;
     char mechanisms[1024];
+    char visible_env[160]; /* CUDA_VISIBLE_DEVICES=<uuid of the probed GPU>, or "" */
 };
 
 static volatile sig_atomic_t interrupt_requested;
@@ -128,6 +129,13 @@ int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opt
                  r->cg.version == 2   ? "cgroup-v2 memory.max"
                  : r->cg.version == 1 ? "cgroup-v1 memory.limit_in_bytes"
                                       : "RLIMIT_AS");
+    /* Trials run on the probed GPU: it is the only one they see. */
+    batchfit_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (opts->device && batchfit_device_describe(opts->device, &info) == BATCHFIT_OK &&
+        info.uuid[0])
+        snprintf(r->visible_env, sizeof r->visible_env, "CUDA_VISIBLE_DEVICES=%s", info.uuid);
     /* Orphaned grandchildren are reparented to us rather than to init, so
      * they can be found, killed and reaped after their trial. */
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -174,17 +182,11 @@ static int launch_build(batchfit_runner *r, uint64_t batch, launch *l)
     size_t env_count = 0;
     while (environ && environ[env_count])
         env_count++;
-    char batch_env[64], vram_env[96] = "", visible_env[160] = "";
+    char batch_env[64], vram_env[96] = "";
+    const char *visible_env = r->visible_env;
     snprintf(batch_env, sizeof batch_env, "BATCHFIT_BATCH_SIZE=%llu", (unsigned long long)batch);
     if (r->opts.vram_limit_gb)
         snprintf(vram_env, sizeof vram_env, "VRAM_LIMIT_GB=%s", r->opts.vram_limit_gb);
-    /* The trial runs on the probed GPU: it is the only one it sees. */
-    batchfit_device_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    if (r->opts.device && batchfit_device_describe(r->opts.device, &info) == BATCHFIT_OK &&
-        info.uuid[0])
-        snprintf(visible_env, sizeof visible_env, "CUDA_VISIBLE_DEVICES=%s", info.uuid);
     size_t total = strlen(batch_env) + strlen(vram_env) + strlen(visible_env) + 3;
     for (size_t i = 0; i < r->argc; i++)
         total += batchfit__template_expand(r->opts.argv[i], batch, NULL, 0) + 1;
