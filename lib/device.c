@@ -115,6 +115,22 @@ int batchfit_device_peak(batchfit_device *device, uint64_t *peak_out)
     return device->ops->peak_end(device, peak_out);
 }
 
+int batchfit_device_describe(const batchfit_device *device, batchfit_device_info *info)
+{
+    if (!device || !info || info->struct_size != sizeof *info)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    size_t size = info->struct_size;
+    memset(info, 0, sizeof *info);
+    info->struct_size = size;
+    batchfit__copy(info->kind, sizeof info->kind, batchfit_device_kind(device));
+    batchfit__copy(info->name, sizeof info->name, batchfit_device_kind(device));
+    info->available = device->available;
+    batchfit__copy(info->reason, sizeof info->reason, device->available ? "" : device->reason);
+    if (device->ops && device->ops->describe && device->backend)
+        device->ops->describe(device, info);
+    return BATCHFIT_OK;
+}
+
 double batchfit_device_peak_spread(const batchfit_device *device)
 {
     return device ? device->peak_spread : 0.0;

@@ -132,9 +132,20 @@ static int cuda_usage(batchfit_device *dev, uint64_t *bytes)
     return cuda_process_usage(dev, &self, 1, bytes);
 }
 
+static void cuda_describe(const batchfit_device *dev, batchfit_device_info *info)
+{
+    const cuda_state *st = dev->backend;
+    info->index = st->ordinal;
+    batchfit__copy(info->name, sizeof info->name, st->name);
+    batchfit__copy(info->uuid, sizeof info->uuid, st->uuid);
+    batchfit__copy(info->pci_bus_id, sizeof info->pci_bus_id, st->pci);
+    info->per_process_memory = st->have_nvml;
+    batchfit__copy(info->per_process_note, sizeof info->per_process_note, dev->note);
+}
+
 static const batchfit_device_ops cuda_ops = {
     "cuda", cuda_destroy, cuda_memory, cuda_hold, cuda_release_hold, cuda_usage,
-    cuda_process_usage, NULL, NULL,
+    cuda_process_usage, NULL, NULL, cuda_describe,
 };
 
 /* Finds this device in NVML by UUID (NVML's order is not CUDA's). */
@@ -215,31 +226,6 @@ int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *d
                       "free memory",
                       st->ordinal, why);
     batchfit__copy(dev->note, sizeof dev->note, why);
-    return BATCHFIT_OK;
-}
-
-int batchfit_device_describe(const batchfit_device *device, batchfit_device_info *info)
-{
-    if (!device || !info || info->struct_size != sizeof *info)
-        return BATCHFIT_E_INVALID_ARGUMENT;
-    size_t size = info->struct_size;
-    memset(info, 0, sizeof *info);
-    info->struct_size = size;
-    batchfit__copy(info->kind, sizeof info->kind, batchfit_device_kind(device));
-    info->available = device->available;
-    batchfit__copy(info->reason, sizeof info->reason, device->available ? "" : device->reason);
-    if (device->ops == &cuda_ops && device->backend) {
-        const cuda_state *st = device->backend;
-        info->index = st->ordinal;
-        batchfit__copy(info->name, sizeof info->name, st->name);
-        batchfit__copy(info->uuid, sizeof info->uuid, st->uuid);
-        batchfit__copy(info->pci_bus_id, sizeof info->pci_bus_id, st->pci);
-        info->per_process_memory = st->have_nvml;
-        batchfit__copy(info->per_process_note, sizeof info->per_process_note, device->note);
-    } else {
-        batchfit__copy(info->name, sizeof info->name, batchfit_device_kind(device));
-        info->per_process_memory = 0;
-    }
     return BATCHFIT_OK;
 }
 

@@ -40,7 +40,7 @@ static int host_peak_end(batchfit_device *dev, uint64_t *peak)
 
 static const batchfit_device_ops host_ops = {
     "host", host_destroy, host_memory, NULL, NULL, host_usage, NULL, host_peak_begin,
-    host_peak_end,
+    host_peak_end, NULL,
 };
 
 int batchfit__host_open(batchfit_ctx *ctx, batchfit_device *dev)

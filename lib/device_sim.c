@@ -116,7 +116,7 @@ static int sim_peak_end(batchfit_device *dev, uint64_t *peak)
 
 static const batchfit_device_ops sim_ops = {
     "sim", sim_destroy, sim_memory, sim_hold, sim_release_hold, sim_usage, NULL, sim_peak_begin,
-    sim_peak_end,
+    sim_peak_end, NULL,
 };
 
 int batchfit_sim_alloc(batchfit_device *device, uint64_t bytes)

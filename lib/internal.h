@@ -90,6 +90,9 @@ typedef struct batchfit_device_ops {
     /* Peak measurement around a trial; optional (NULL = cannot measure). */
     void (*peak_begin)(batchfit_device *dev);
     int (*peak_end)(batchfit_device *dev, uint64_t *peak);
+    /* Fills what the backend knows beyond kind and availability (name,
+     * UUID, ...); optional. */
+    void (*describe)(const batchfit_device *dev, batchfit_device_info *info);
 } batchfit_device_ops;
 
 struct batchfit_device_s {
