@@ -42,7 +42,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o) $(BUILD)/tests/support.o \
             $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%.o) $(BUILD)/bench/profiles.o
 RUNNER := $(BUILD)/tests/runner
 
-EXAMPLES := $(BUILD)/examples/sim_probe $(BUILD)/examples/trainer
+EXAMPLES := $(BUILD)/examples/sim_probe $(BUILD)/examples/probe_command $(BUILD)/examples/trainer
 
 CLI_SRC := $(wildcard programs/*.c)
 CLI_OBJ := $(CLI_SRC:programs/%.c=$(BUILD)/programs/%.o)
@@ -103,13 +103,26 @@ $(BUILD)/fake/libnvidia-ml-missing.so: tests/fake/fake_nvml.c $(FAKE_GPU)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -DFAKE_MISSING_SYMBOL -o $@ $< tests/fake/fake_gpu.c
 
-# The trainer links the library's sources directly, unsanitized like the
-# program it stands for (it uses the recovery controller).
-$(BUILD)/examples/trainer: examples/trainer.c $(LIB_SRC) lib/internal.h include/batchfit.h
-	@mkdir -p $(@D)
-	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(LIB_SRC) $(LDFLAGS) -lm -ldl
+# The trainer stands for a user's program: it is built unsanitized (its
+# memory is what the tests measure) against an unsanitized copy of the
+# static library, through the public header alone, as an installed
+# libbatchfit would be used (it uses the recovery controller).
+PLAIN_LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/plain/lib/%.o)
+PLAIN_STATIC := $(BUILD)/plain/libbatchfit.a
 
-$(BUILD)/lib/%.o: lib/%.c lib/internal.h include/batchfit.h
+$(BUILD)/plain/lib/%.o: lib/%.c lib/internal.h lib/probe.h include/batchfit.h
+	@mkdir -p $(@D)
+	$(CC) $(PLAIN_CFLAGS) -fvisibility=hidden -DBATCHFIT_BUILDING -c $< -o $@
+
+$(PLAIN_STATIC): $(PLAIN_LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/examples/trainer: examples/trainer.c $(PLAIN_STATIC) include/batchfit.h
+	@mkdir -p $(@D)
+	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(PLAIN_STATIC) $(LDFLAGS) $(LIBS)
+
+$(BUILD)/lib/%.o: lib/%.c lib/internal.h lib/probe.h include/batchfit.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -DBATCHFIT_BUILDING -c $< -o $@
 

@@ -22,7 +22,6 @@ int main(int argc, char **argv)
     batchfit_device *device = NULL;
     batchfit_result *result = NULL;
     batchfit_options opts;
-    char err[256];
     int rc = batchfit_ctx_create(NULL, &ctx);
     if (rc) {
         fprintf(stderr, "sim_probe: %s\n", batchfit_strerror(rc));
@@ -30,9 +29,9 @@ int main(int argc, char **argv)
     }
     batchfit_ctx_set_log(ctx, print_log, NULL, BATCHFIT_LOG_INFO);
     batchfit_options_init(&opts);
-    rc = batchfit_parse_strategy(strategy, "strategy", &opts.strategy, err, sizeof err);
+    rc = batchfit_parse_strategy(ctx, strategy, "strategy", &opts.strategy);
     if (rc) {
-        fprintf(stderr, "sim_probe: %s\n", err);
+        fprintf(stderr, "sim_probe: %s\n", batchfit_ctx_last_error(ctx));
         batchfit_ctx_free(ctx);
         return 2;
     }

@@ -26,11 +26,15 @@ int FUZZ_ENTRY(fuzz_cache)(const uint8_t *data, size_t size)
         return 0;
     fwrite(data, 1, size, f);
     fclose(f);
+    static batchfit_ctx *ctx;
+    if (!ctx && batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
+        return 0;
     batchfit_cache_entry e;
-    char err[512];
-    int rc = batchfit_cache_load(dir, key, &e, err, sizeof err);
-    if (rc == 1 && (e.batch_size == 0 || strcmp(e.key, key) != 0 ||
-                    strlen(e.description) >= sizeof e.description))
+    int rc = batchfit_cache_load(ctx, dir, key, &e);
+    if (rc == BATCHFIT_OK && (e.batch_size == 0 || strcmp(e.key, key) != 0 ||
+                              strlen(e.description) >= sizeof e.description))
+        abort();
+    if (rc != BATCHFIT_OK && rc != BATCHFIT_E_PARSE)
         abort();
     unlink(path);
     return 0;

@@ -3,7 +3,7 @@
  * text. */
 #include "fuzz.h"
 
-#include "batchfit.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,25 +19,25 @@ int FUZZ_ENTRY(fuzz_parse)(const uint8_t *data, size_t size)
     uint64_t u;
     double d;
     batchfit_strategy s;
-    if (batchfit_parse_size(text, "fuzz", &u, err, sizeof err) == BATCHFIT_OK && strlen(text) == 0)
+    if (batchfit__parse_size(text, "fuzz", &u, err, sizeof err) == BATCHFIT_OK && strlen(text) == 0)
         abort(); /* an empty size is never valid */
-    if (batchfit_parse_percent(text, "fuzz", &d, err, sizeof err) == BATCHFIT_OK &&
+    if (batchfit__parse_percent(text, "fuzz", &d, err, sizeof err) == BATCHFIT_OK &&
         !(d >= 0.0 && d <= 1.0))
         abort();
-    batchfit_parse_requested_size(text, "fuzz", &u, err, sizeof err);
-    if (batchfit_parse_count(text, "fuzz", 1000, &u, err, sizeof err) == BATCHFIT_OK &&
+    batchfit__parse_requested_size(text, "fuzz", &u, err, sizeof err);
+    if (batchfit__parse_count(text, "fuzz", 1000, &u, err, sizeof err) == BATCHFIT_OK &&
         (u == 0 || u > 1000))
         abort();
-    if (batchfit_resolve_vram_limit(text, "fuzz", &u, NULL, err, sizeof err) == BATCHFIT_OK &&
+    if (batchfit__resolve_vram_limit(text, "fuzz", &u, NULL, err, sizeof err) == BATCHFIT_OK &&
         u == 0)
         abort(); /* an explicit limit is never "no limit" */
-    batchfit_parse_strategy(text, "fuzz", &s, err, sizeof err);
-    if (batchfit_parse_params(text, "fuzz", &u, err, sizeof err) == BATCHFIT_OK && u == 0)
+    batchfit__parse_strategy(text, "fuzz", &s, err, sizeof err);
+    if (batchfit__parse_params(text, "fuzz", &u, err, sizeof err) == BATCHFIT_OK && u == 0)
         abort(); /* a parameter count is never zero */
     batchfit_precision p;
     batchfit_optimizer o;
-    batchfit_parse_precision(text, "fuzz", &p, err, sizeof err);
-    batchfit_parse_optimizer(text, "fuzz", &o, err, sizeof err);
+    batchfit__parse_precision(text, "fuzz", &p, err, sizeof err);
+    batchfit__parse_optimizer(text, "fuzz", &o, err, sizeof err);
     free(text);
     return 0;
 }

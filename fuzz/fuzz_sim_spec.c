@@ -2,7 +2,7 @@
  * opened device answers for its memory. */
 #include "fuzz.h"
 
-#include "batchfit.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>

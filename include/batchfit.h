@@ -6,9 +6,20 @@
  * built on it alone.
  *
  * Ownership in one paragraph: every object the library hands out (context,
- * device, result) has a matching *_free function that accepts NULL. Strings
- * and arrays inside a result belong to the result. Every allocation the
- * library makes goes through the allocator given to batchfit_ctx_create().
+ * device, device list, result) has a matching *_free function that accepts
+ * NULL. Strings and arrays inside a result belong to the result. Every
+ * allocation the library makes goes through the allocator given to
+ * batchfit_ctx_create().
+ *
+ * Errors in one paragraph: every call that can fail returns a batchfit_code
+ * (BATCHFIT_OK = 0) and leaves the detail, naming the input and where it came
+ * from, in batchfit_ctx_last_error() of the context it was given.
+ *
+ * Versioned structs: a struct that crosses the API and may grow starts with
+ * struct_size, which the caller sets to sizeof the struct it was compiled
+ * with (the *_init functions do). The library reads a struct as "at least
+ * this big": fields past the caller's struct_size take their defaults, so a
+ * program built against an older header keeps working.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -61,7 +72,8 @@ BATCHFIT_API const char *batchfit_version_string(void);
     X(ABORTED, 6, "aborted by a callback")                                           \
     X(DEVICE, 7, "the device reported an error")                                     \
     X(TRIAL_LIMIT, 8, "the trial limit was reached before any batch size fitted")    \
-    X(PARSE, 9, "a value could not be parsed")
+    X(PARSE, 9, "a value could not be parsed")                                       \
+    X(NOT_FOUND, 10, "no such entry")
 
 typedef enum batchfit_code {
 #define BATCHFIT_X_ENUM(name, value, text) BATCHFIT_E_##name = value,
@@ -76,6 +88,11 @@ typedef enum batchfit_code {
 BATCHFIT_API const char *batchfit_strerror(int code);
 /* The bare name, e.g. "NO_MEMORY", or "UNKNOWN". */
 BATCHFIT_API const char *batchfit_error_name(int code);
+/* The batchfit command's exit status for a code: 0 found, 2 bad usage or
+ * input (nothing was run), 3 even the minimum does not fit (or the trial
+ * limit came first), 4 a trial failed with an error that is not
+ * out-of-memory, 5 no usable device, 130 interrupted, 1 anything else. */
+BATCHFIT_API int batchfit_exit_status(int code);
 
 /* ------------------------------------------------------------------------ */
 /* Context: allocator, logging, last error                                  */
@@ -123,50 +140,46 @@ BATCHFIT_API const char *batchfit_ctx_last_error(const batchfit_ctx *ctx);
 /* ------------------------------------------------------------------------ */
 /* Each parser takes the name of the input and where it came from ("--max",
  * "environment variable VRAM_LIMIT_GB", "hyperparameters.json") and on
- * failure writes a message naming both into err (err may be NULL). */
+ * failure returns BATCHFIT_E_PARSE with a message naming both in the
+ * context's last error. */
 
 /* A size such as "12GiB", "1.5 GB", "4096", "512MiB": B, KiB/MiB/GiB/TiB
  * (powers of 1024), KB/MB/GB/TB (powers of 1000), units case-insensitive; a
- * plain number is bytes. Returns BATCHFIT_OK or BATCHFIT_E_PARSE (malformed,
- * negative, fractional bytes, overflow). */
-BATCHFIT_API int batchfit_parse_size(const char *text, const char *what, uint64_t *bytes_out,
-                                     char *err, size_t err_len);
+ * plain number is bytes. Malformed, negative, fractional bytes and overflow
+ * are errors. */
+BATCHFIT_API int batchfit_parse_size(batchfit_ctx *ctx, const char *text, const char *what,
+                                     uint64_t *bytes_out);
 
 /* Writes bytes for people: "512 B", "1.50 GiB" (binary units, two decimals). */
 BATCHFIT_API void batchfit_format_bytes(double bytes, char *buf, size_t len);
 
 /* A fraction written as a percentage, "5%" or "0.5%", into [0, 1]. */
-BATCHFIT_API int batchfit_parse_percent(const char *text, const char *what, double *fraction_out,
-                                        char *err, size_t err_len);
+BATCHFIT_API int batchfit_parse_percent(batchfit_ctx *ctx, const char *text, const char *what,
+                                        double *fraction_out);
 
 /* The requested maximum from a hyperparameter value. NULL, "", "0", "none"
  * and "null" (any case, surrounding blanks ignored) mean "the device
  * decides" and give 0; anything else must be a positive integer. Errors
  * quote the value. */
-BATCHFIT_API int batchfit_parse_requested_size(const char *text, const char *what,
-                                               uint64_t *size_out, char *err, size_t err_len);
+BATCHFIT_API int batchfit_parse_requested_size(batchfit_ctx *ctx, const char *text,
+                                               const char *what, uint64_t *size_out);
 
-/* A positive whole number (a count such as --min, --samples, --max-trials),
- * at most max_value. */
-BATCHFIT_API int batchfit_parse_count(const char *text, const char *what, uint64_t max_value,
-                                      uint64_t *value_out, char *err, size_t err_len);
-
-/* One help text for the VRAM limit, shared by the CLI and the docs. */
-#define BATCHFIT_VRAM_LIMIT_HELP                                                              \
-    "cap the device memory a probe may use, in GiB (2^30 bytes; fractions allowed). "        \
-    "Precedence: --vram-limit-gb, then VRAM_LIMIT_GB, then BATCHFIT_VRAM_LIMIT_GB; an "      \
-    "empty variable counts as unset. Zero, negative, NaN, infinite or non-numeric values "   \
-    "are errors."
+/* A positive whole number (a count such as a minimum batch size, a dataset
+ * size or a trial limit), at most max_value. */
+BATCHFIT_API int batchfit_parse_count(batchfit_ctx *ctx, const char *text, const char *what,
+                                      uint64_t max_value, uint64_t *value_out);
 
 /* Resolves the VRAM limit: explicit (a flag's text, NULL when the flag was
  * not given) beats the environment variable VRAM_LIMIT_GB, which beats
- * BATCHFIT_VRAM_LIMIT_GB. On success *bytes_out is the limit (0 = no limit)
- * and source_out (if not NULL) points to a static string naming where it
- * came from ("--vram-limit-gb", "environment variable VRAM_LIMIT_GB", ...,
+ * BATCHFIT_VRAM_LIMIT_GB; an empty variable counts as unset. The value is in
+ * GiB (2^30 bytes; fractions allowed); zero, negative, NaN, infinite or
+ * non-numeric values are errors. On success *bytes_out is the limit (0 = no
+ * limit) and source_out (if not NULL) points to a static string naming where
+ * it came from ("--vram-limit-gb", "environment variable VRAM_LIMIT_GB", ...,
  * or "none"). flag_name names the flag in messages (NULL: "--vram-limit-gb"). */
-BATCHFIT_API int batchfit_resolve_vram_limit(const char *explicit_text, const char *flag_name,
-                                             uint64_t *bytes_out, const char **source_out,
-                                             char *err, size_t err_len);
+BATCHFIT_API int batchfit_resolve_vram_limit(batchfit_ctx *ctx, const char *explicit_text,
+                                             const char *flag_name, uint64_t *bytes_out,
+                                             const char **source_out);
 
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                  */
@@ -175,12 +188,9 @@ BATCHFIT_API int batchfit_resolve_vram_limit(const char *explicit_text, const ch
 typedef struct batchfit_device_s batchfit_device;
 
 /* Opens a device from a spec:
- *   "sim:KEY=VALUE,..."  a simulated device (see below).
- * Returns BATCHFIT_E_INVALID_ARGUMENT / BATCHFIT_E_PARSE for a malformed
- * spec (the message names the key), BATCHFIT_E_NO_MEMORY. A device that
- * exists in the spec's grammar but cannot be used here is still returned,
- * with batchfit_device_available() = 0 and a reason.
- *
+ *   "auto"               the first NVIDIA GPU (cuda:0) when one is usable, else
+ *                        the host; the choice and, when it falls back, why, are
+ *                        logged (INFO / WARN) and batchfit_device_spec() names it.
  *   "host"               system RAM (MemTotal/MemAvailable), for CPU training.
  *   "cuda:N"             the N-th NVIDIA GPU the CUDA driver shows (so
  *                        CUDA_VISIBLE_DEVICES applies), through libcuda.so.1 and
@@ -188,6 +198,11 @@ typedef struct batchfit_device_s batchfit_device;
  *                        (BATCHFIT_CUDA_LIBRARY / BATCHFIT_NVML_LIBRARY override
  *                        the paths). Without a driver the device is returned
  *                        unavailable, with the reason.
+ *   "sim:KEY=VALUE,..."  a simulated device (below).
+ * Returns BATCHFIT_E_INVALID_ARGUMENT / BATCHFIT_E_PARSE for a malformed
+ * spec (the message names the key), BATCHFIT_E_NO_MEMORY. A device that
+ * exists in the spec's grammar but cannot be used here is still returned,
+ * with batchfit_device_available() = 0 and a reason.
  *
  * sim keys: capacity=SIZE (required), used=SIZE (memory already taken by
  * others, default 0), fixed=SIZE (the step's memory independent of the
@@ -198,20 +213,16 @@ typedef struct batchfit_device_s batchfit_device;
  * device reports itself unusable, as a GPU without a driver would). */
 BATCHFIT_API int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out);
 BATCHFIT_API void batchfit_device_free(batchfit_device *device);
-/* "sim", ... */
+/* "sim", "host", "cuda". */
 BATCHFIT_API const char *batchfit_device_kind(const batchfit_device *device);
+/* The spec the device was opened as, with "auto" resolved ("cuda:0",
+ * "host"). Owned by the device. */
+BATCHFIT_API const char *batchfit_device_spec(const batchfit_device *device);
 /* 1 if the device can be used; otherwise 0 and *reason (if not NULL) says why. */
 BATCHFIT_API int batchfit_device_available(const batchfit_device *device, const char **reason);
 /* Total and free bytes now. BATCHFIT_E_DEVICE (with last error) if unknown. */
 BATCHFIT_API int batchfit_device_memory(batchfit_device *device, uint64_t *total_out,
                                         uint64_t *free_out);
-/* Holds bytes of the device's memory as ballast, so that what runs next
- * (a trial in this process or a child process) sees only the rest; *held
- * is what was held (0 on a device that cannot hold memory for others, such
- * as the host, where the watchdog keeps the budget instead). Released by
- * batchfit_device_release() or when the device is freed. */
-BATCHFIT_API int batchfit_device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held);
-BATCHFIT_API void batchfit_device_release(batchfit_device *device);
 
 /* What a device is. */
 typedef struct batchfit_device_info {
@@ -227,15 +238,8 @@ typedef struct batchfit_device_info {
     char per_process_note[256];/* why not, when it does not */
 } batchfit_device_info;
 
+/* Fills *info (whose struct_size the caller sets) with what the device is. */
 BATCHFIT_API int batchfit_device_describe(const batchfit_device *device, batchfit_device_info *info);
-
-/* How many CUDA devices the driver shows (after CUDA_VISIBLE_DEVICES).
- * BATCHFIT_E_NO_DEVICE with the reason in why when the driver cannot be used. */
-BATCHFIT_API int batchfit_cuda_device_count(batchfit_ctx *ctx, unsigned *count, char *why,
-                                            size_t why_len);
-
-/* Whether NVML loads and initialises here; why not in why. */
-BATCHFIT_API int batchfit_nvml_available(char *why, size_t why_len);
 
 /* Peak measurement for callers that run steps themselves: reset the
  * device's high-water mark of this process's memory to what is in use now,
@@ -247,13 +251,26 @@ BATCHFIT_API int batchfit_device_peak(batchfit_device *device, uint64_t *peak_ou
  * known to show (0 for an exact device). */
 BATCHFIT_API double batchfit_device_peak_spread(const batchfit_device *device);
 
-/* For steps that run on a sim device: allocate and free simulated device
- * memory. batchfit_sim_alloc returns 0, or -1 when the device is out of
- * memory (or the device is not a sim device). */
-BATCHFIT_API int batchfit_sim_alloc(batchfit_device *device, uint64_t bytes);
-BATCHFIT_API void batchfit_sim_free(batchfit_device *device, uint64_t bytes);
-/* Bytes a sim device has allocated for steps (ballast excluded). */
-BATCHFIT_API uint64_t batchfit_sim_in_use(const batchfit_device *device);
+/* Every backend and the devices it sees here, for listing (batchfit info). */
+typedef struct batchfit_backend_status {
+    const char *name;          /* "cuda", "nvml", "host", "sim" */
+    int available;
+    const char *reason;        /* why not, "" when available */
+} batchfit_backend_status;
+
+typedef struct batchfit_device_list {
+    size_t backend_count;
+    const batchfit_backend_status *backends;
+    size_t device_count;
+    const char *const *specs;  /* each device that can be opened: "cuda:0", ..., "host" */
+    const char *auto_spec;     /* what "auto" opens here */
+} batchfit_device_list;
+
+/* Looks at every backend (loading the NVIDIA libraries if present) and
+ * lists what it finds; a backend that cannot be used is listed with its
+ * reason, never an error. *out is freed with batchfit_device_list_free(). */
+BATCHFIT_API int batchfit_device_list_create(batchfit_ctx *ctx, batchfit_device_list **out);
+BATCHFIT_API void batchfit_device_list_free(batchfit_device_list *list);
 
 /* ------------------------------------------------------------------------ */
 /* Trials and steps                                                         */
@@ -270,6 +287,30 @@ BATCHFIT_API const char *batchfit_outcome_name(batchfit_outcome outcome);
 
 #define BATCHFIT_MESSAGE_MAX 256
 
+/* How a child-process trial (batchfit_probe_command) ended, beyond its
+ * outcome. All zero for in-process trials. */
+typedef struct batchfit_trial_process {
+    int ran;                     /* 1: the trial was a child process */
+    int exited;                  /* 1: exit_code is valid */
+    int exit_code;
+    int signal;                  /* the signal that ended it, 0 if none */
+    int timed_out;
+    int watchdog_stopped;
+    int oom_killed;              /* the kernel's OOM killer or a cgroup limit killed it */
+    const char *peak_source;     /* static: "cgroup-v2 memory.peak", "cgroup-v1 ...",
+                                    "rusage+sampling", "nvml per-process sampling",
+                                    "device free memory" */
+    uint64_t sampled_peak_bytes; /* the largest sample of the process tree's memory */
+    uint64_t rusage_peak_bytes;  /* wait4's ru_maxrss of the main process */
+    uint64_t host_peak_bytes;    /* the host memory peak, kept when a GPU is judged */
+    int device_peak_known;       /* with a GPU: the sampled per-process peak */
+    uint64_t device_peak_bytes;
+    int device_free_drop_known;  /* the largest drop in the device's free memory */
+    uint64_t device_free_drop_bytes;
+    char oom_signature[96];      /* the matching signature's source, "" if none */
+    char tail[2048];             /* the last lines of the child's output */
+} batchfit_trial_process;
+
 /* One trial, as the trial log records it. */
 typedef struct batchfit_trial {
     uint64_t batch;
@@ -281,6 +322,7 @@ typedef struct batchfit_trial {
     double seconds;          /* wall time of the trial */
     int accepted;            /* 1 if it counts as fitting for the search */
     char message[BATCHFIT_MESSAGE_MAX]; /* the step's message or why it was rejected */
+    batchfit_trial_process process;     /* child-process trials only */
 } batchfit_trial;
 
 /* What a step's run() reports besides its outcome. Zeroed before each run. */
@@ -319,6 +361,8 @@ BATCHFIT_API const batchfit_step *batchfit_sim_step(void);
 /* Options and the decision                                                 */
 /* ------------------------------------------------------------------------ */
 
+typedef struct batchfit_result batchfit_result;
+
 /* A straight line through the measured peaks: peak = intercept + slope * batch. */
 typedef struct batchfit_fit {
     int valid;                  /* 0 when fewer than two distinct points */
@@ -345,8 +389,8 @@ typedef enum batchfit_strategy {
 /* "model", "bisect", ...; NULL for an unknown value. */
 BATCHFIT_API const char *batchfit_strategy_name(batchfit_strategy strategy);
 /* Parses a strategy name; BATCHFIT_E_PARSE (message names what) if unknown. */
-BATCHFIT_API int batchfit_parse_strategy(const char *text, const char *what,
-                                         batchfit_strategy *out, char *err, size_t err_len);
+BATCHFIT_API int batchfit_parse_strategy(batchfit_ctx *ctx, const char *text, const char *what,
+                                         batchfit_strategy *out);
 
 typedef enum batchfit_no_device {
     BATCHFIT_NO_DEVICE_FALLBACK = 0, /* settle on a size without measuring, with a warning */
@@ -387,9 +431,24 @@ typedef struct batchfit_options {
     batchfit_fit cached_fit;
     batchfit_no_device no_device;
     uint64_t fallback_batch;     /* 0 = BATCHFIT_FALLBACK_BATCH_SIZE */
-    /* Called after every trial; a nonzero return aborts (BATCHFIT_E_ABORTED)
-     * after the step has been released. */
-    int (*progress)(const batchfit_trial *trial, void *userdata);
+    /* Where vram_limit_bytes came from, for the report (static string, e.g.
+     * batchfit_resolve_vram_limit's source); NULL: "options". */
+    const char *vram_limit_source;
+    /* The cache (batchfit_cache_dir()): with cache = 1 a probe first looks
+     * for a remembered answer under the key of everything that changes the
+     * answer (device, command or cache_key, every setting), verifies it in
+     * one or two trials instead of searching, and stores what it found.
+     * cache_key names the model in place of the command (required for an
+     * in-process probe, whose step has no command); cache_dir NULL = the
+     * default directory. A damaged entry is reported as a warning and
+     * replaced. Default: off. */
+    int cache;
+    const char *cache_dir;
+    const char *cache_key;
+    /* Called after every trial with the result so far (trial is its last
+     * entry; batchfit_result_json() may be called on it); a nonzero return
+     * aborts (BATCHFIT_E_ABORTED) after the step has been released. */
+    int (*progress)(const batchfit_result *result, const batchfit_trial *trial, void *userdata);
     void *progress_userdata;
 } batchfit_options;
 
@@ -416,7 +475,7 @@ typedef struct batchfit_budget {
     double peak_spread;         /* the spread guarded against */
 } batchfit_budget;
 
-typedef struct batchfit_result {
+struct batchfit_result {
     size_t struct_size;
     batchfit_source source;
     uint64_t batch_size;        /* the settled size; 0 when none */
@@ -435,7 +494,24 @@ typedef struct batchfit_result {
     size_t oom_trials;
     size_t warning_count;
     const char *const *warnings;
-} batchfit_result;
+    /* How the probe ended and what it ran on, for reports (the JSON). */
+    int status;                 /* the probe's return code */
+    const char *error;          /* its last-error message; NULL on success */
+    int interrupted;            /* batchfit_interrupt() stopped it */
+    const char *device_spec;    /* NULL when no device was used */
+    batchfit_device_info device;
+    size_t command_argc;        /* child-process probes: the command template */
+    const char *const *command;
+    const char *mechanisms;     /* how peaks were measured and capped */
+    double sample_interval;     /* seconds between memory samples; 0 in-process */
+    uint64_t requested_max;
+    uint64_t memory_budget_bytes;
+    const char *vram_limit_source;
+    uint64_t first_guess;
+    const char *cache_key;      /* NULL when the cache was not used */
+    int cache_hit;
+    uint64_t cache_remembered;  /* the remembered size, when cache_hit */
+};
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */
 BATCHFIT_API void batchfit_result_free(batchfit_result *result);
@@ -469,27 +545,87 @@ BATCHFIT_API int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts,
 /* ------------------------------------------------------------------------ */
 
 /* Runs a trial at batch and fills *trial (batch, outcome, peak, seconds,
- * message). Returns 0, or nonzero to abort the search (BATCHFIT_E_ABORTED). */
+ * message). Returns BATCHFIT_OK, or a batchfit_code that ends the search
+ * with that code and the oracle's detail in the context's last error, e.g.
+ * BATCHFIT_E_TRIAL_ERROR when the trial could not be run at all (a trial
+ * that did not run is never recorded as an outcome). BATCHFIT_E_ABORTED,
+ * or any value that is not a batchfit_code, aborts the search. */
 typedef int (*batchfit_oracle_fn)(void *userdata, uint64_t batch, batchfit_trial *trial);
 
 /* Searches the bounds that batchfit_decide() settled in *result (which
  * receives the trials, the fit and the answer) with opts->strategy, using
  * budget_bytes and peak_spread from result->budget to judge measured peaks,
  * and result->baseline_bytes (when known) as the memory held at batch 0.
- * Returns as batchfit_probe does. */
+ * For programs that run trials their own way. Returns as batchfit_probe
+ * does. */
 BATCHFIT_API int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts,
                                  batchfit_oracle_fn oracle, void *oracle_userdata,
                                  batchfit_result *result);
 
 /* ------------------------------------------------------------------------ */
-/* Budget                                                                    */
+/* Probing a command: one child process per trial                            */
 /* ------------------------------------------------------------------------ */
 
-/* Settles result->budget from the device's free memory, opts->memory_budget,
- * opts->vram_limit_bytes and the margin, as batchfit_probe does before it
- * holds anything. For callers that run trials their own way (the CLI). */
-BATCHFIT_API int batchfit_settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
-                                        batchfit_device *device, batchfit_result *result);
+typedef enum batchfit_cgroups {
+    BATCHFIT_CGROUPS_AUTO = 0, /* a per-trial cgroup (v2, else v1) where one can be made */
+    BATCHFIT_CGROUPS_OFF = 1   /* never: wait4's rusage and sampling only */
+} batchfit_cgroups;
+
+typedef struct batchfit_command_options {
+    size_t struct_size;          /* set by batchfit_command_options_init */
+    const char *const *argv;     /* the command, NULL-terminated; "{batch}" in any argument
+                                    is replaced by the batch size, "{{" and "}}" are braces;
+                                    BATCHFIT_BATCH_SIZE is set in its environment */
+    double timeout_seconds;      /* per trial; 0 = none */
+    double kill_grace_seconds;   /* SIGTERM, then SIGKILL after this (default 2) */
+    int watchdog;                /* stop a trial as soon as its memory passes the budget
+                                    (default 1) */
+    int enforce;                 /* add a hard cap at the budget (cgroup limit, else RLIMIT_AS) */
+    int crash_is_oom;            /* count a crash under enforce near the cap as out of memory */
+    double sample_interval;      /* seconds between memory samples (default 0.02) */
+    int show_output;             /* copy the child's output to our stderr */
+    batchfit_cgroups cgroups;
+    /* More out-of-memory signatures (POSIX extended regular expressions
+     * matched against each output line), NULL-terminated; NULL = none. A
+     * pattern that does not compile is BATCHFIT_E_PARSE before any trial. */
+    const char *const *oom_patterns;
+    /* Passed on as VRAM_LIMIT_GB, the user's own text (NULL: written from
+     * opts->vram_limit_bytes when a limit is set). */
+    const char *vram_limit_text;
+} batchfit_command_options;
+
+BATCHFIT_API void batchfit_command_options_init(batchfit_command_options *copts);
+
+/* The child-process probe: runs the command once per trial in its own
+ * process group (and cgroup where one can be made), measures its peak, and
+ * classifies how it ended (fits; out of memory by signature, SIGKILL, the
+ * watchdog or a peak over the budget; anything else is an error that stops
+ * the search). The order is batchfit_probe's: decide, settle the budget,
+ * look up the cache, hold the margin and VRAM limit as ballast on a GPU
+ * (each trial sees only that GPU, by UUID), search, release, store in the
+ * cache. No process of a trial outlives it; the ballast is released on
+ * every path. Progress reaches opts->progress after every trial, with
+ * trial->process filled. Returns as batchfit_probe does; a trial that could
+ * not be started (fork, pipe, exec, memory) is BATCHFIT_E_TRIAL_ERROR with
+ * its cause, and batchfit_interrupt() gives BATCHFIT_E_ABORTED with
+ * (*out)->interrupted set. */
+BATCHFIT_API int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
+                                        batchfit_device *device,
+                                        const batchfit_command_options *copts,
+                                        batchfit_result **out);
+
+/* Async-signal-safe: asks the running probe (or the next one) to stop: a
+ * running child trial's process group is killed, an in-process probe stops
+ * after the current trial. The request is consumed by the probe it stops. */
+BATCHFIT_API void batchfit_interrupt(void);
+
+/* The result as JSON (schema_version 1: device, budget, VRAM limit,
+ * lattice, strategy, cache, mechanisms, every trial with its outcome and
+ * measurements, the fit, the result with its status, the warnings). The
+ * text belongs to the result and stays valid until the next call on it or
+ * batchfit_result_free(). */
+BATCHFIT_API int batchfit_result_json(batchfit_ctx *ctx, const batchfit_result *result,
+                                      const char **json_out);
 
 /* ------------------------------------------------------------------------ */
 /* Hyperparameters                                                           */
@@ -500,111 +636,7 @@ BATCHFIT_API int batchfit_settle_budget(batchfit_ctx *ctx, const batchfit_option
  * "the device decides"). "batch_size" is never read: it is an output.
  * Errors name the file and say what is wrong (BATCHFIT_E_PARSE). */
 BATCHFIT_API int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path,
-                                               uint64_t *requested_out, char *err,
-                                               size_t err_len);
-
-/* ------------------------------------------------------------------------ */
-/* Out-of-memory signatures                                                  */
-/* ------------------------------------------------------------------------ */
-
-typedef struct batchfit_oom_table_s batchfit_oom_table;
-
-/* A table of out-of-memory signatures (POSIX extended regular expressions
- * matched against each line a child prints), starting with the built-in rows. */
-BATCHFIT_API int batchfit_oom_table_create(batchfit_ctx *ctx, batchfit_oom_table **out);
-/* Adds a user pattern (--oom-pattern). BATCHFIT_E_PARSE if it does not
- * compile; the message quotes it. */
-BATCHFIT_API int batchfit_oom_table_add(batchfit_oom_table *table, const char *regex);
-BATCHFIT_API void batchfit_oom_table_free(batchfit_oom_table *table);
-/* The source of the first row that matches the line ("PyTorch CUDA
- * allocator", "user pattern ..."), or NULL when none does. */
-BATCHFIT_API const char *batchfit_oom_match(const batchfit_oom_table *table, const char *line);
-/* The built-in rows, for documentation and tests: i from 0 while it returns
- * 1; source, pattern and an example line the row matches. */
-BATCHFIT_API int batchfit_oom_builtin(size_t i, const char **source, const char **pattern,
-                                      const char **example);
-
-/* ------------------------------------------------------------------------ */
-/* Child-process trials                                                      */
-/* ------------------------------------------------------------------------ */
-
-typedef struct batchfit_runner_s batchfit_runner;
-
-typedef enum batchfit_cgroups {
-    BATCHFIT_CGROUPS_AUTO = 0, /* a per-trial cgroup (v2, else v1) where one can be made */
-    BATCHFIT_CGROUPS_OFF = 1   /* never: wait4's rusage and sampling only */
-} batchfit_cgroups;
-
-typedef struct batchfit_runner_options {
-    size_t struct_size;          /* set by batchfit_runner_options_init */
-    const char *const *argv;     /* the command, NULL-terminated; "{batch}" in any argument
-                                    is replaced by the batch size, "{{" and "}}" are braces */
-    double timeout_seconds;      /* per trial; 0 = none */
-    double kill_grace_seconds;   /* SIGTERM, then SIGKILL after this (default 2) */
-    uint64_t budget_bytes;       /* the watchdog's threshold; 0 = no watchdog */
-    int watchdog;                /* stop a trial as soon as its memory passes the budget (default 1) */
-    int enforce;                 /* add a hard cap of enforce_bytes (cgroup limit, else RLIMIT_AS) */
-    uint64_t enforce_bytes;
-    int crash_is_oom;            /* count a crash under enforce near the cap as out of memory */
-    double sample_interval;      /* seconds between memory samples (default 0.02) */
-    const char *vram_limit_gb;   /* passed on as VRAM_LIMIT_GB when not NULL */
-    int show_output;             /* copy the child's output to our stderr */
-    batchfit_cgroups cgroups;
-    const batchfit_oom_table *oom; /* NULL = the built-in table */
-    /* A GPU whose memory the trial uses (NULL: host memory). Its per-process
-     * usage of the trial's process tree is sampled (NVML), the watchdog and
-     * the judged peak use it, and the drop in the device's free memory is
-     * kept as a cross-check. */
-    batchfit_device *device;
-} batchfit_runner_options;
-
-BATCHFIT_API void batchfit_runner_options_init(batchfit_runner_options *opts);
-
-/* How one child trial ended, beyond the batchfit_trial it fills. */
-typedef struct batchfit_child_detail {
-    int exited;                  /* 1: exit_code is valid */
-    int exit_code;
-    int signal;                  /* the signal that ended it, 0 if none */
-    int timed_out;
-    int watchdog_stopped;
-    int oom_killed;              /* the kernel's OOM killer or a cgroup limit killed it */
-    int peak_known;
-    uint64_t peak_bytes;         /* the peak judged: cgroup peak, else sampled/rusage RSS */
-    uint64_t sampled_peak_bytes; /* the largest sample of the process tree's memory */
-    uint64_t rusage_peak_bytes;  /* wait4's ru_maxrss of the main process */
-    const char *peak_source;     /* "cgroup-v2 memory.peak", "cgroup-v1 ...", "rusage+sampling",
-                                    "nvml per-process sampling", "device free memory" */
-    int device_peak_known;       /* with a GPU: the sampled per-process peak */
-    uint64_t device_peak_bytes;
-    int device_free_drop_known;  /* the largest drop in the device's free memory */
-    uint64_t device_free_drop_bytes;
-    uint64_t host_peak_bytes;    /* the host memory peak, kept when a GPU is judged */
-    char oom_signature[96];      /* the matching signature's source, "" if none */
-    char tail[2048];             /* the last lines of the child's output */
-} batchfit_child_detail;
-
-/* Validates the command template and detects how memory can be measured
- * and capped here. BATCHFIT_E_INVALID_ARGUMENT for an empty command or an
- * unbalanced brace (message quotes the argument). */
-BATCHFIT_API int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opts,
-                                        batchfit_runner **out);
-BATCHFIT_API void batchfit_runner_free(batchfit_runner *runner);
-/* 1 if some argument holds {batch}. */
-BATCHFIT_API int batchfit_runner_has_placeholder(const batchfit_runner *runner);
-/* The measuring and capping mechanisms in use, e.g.
- * "peak: cgroup-v1 memory.max_usage_in_bytes; watchdog: sampling every 20 ms". */
-BATCHFIT_API const char *batchfit_runner_mechanisms(const batchfit_runner *runner);
-/* Runs the command once at batch in its own process group and classifies
- * how it ended into *trial (detail may be NULL). Returns BATCHFIT_OK,
- * BATCHFIT_E_ABORTED when batchfit_runner_interrupt() was called (the
- * child's group is killed first), or BATCHFIT_E_TRIAL_ERROR when the
- * command could not be started at all. No process of the trial outlives it. */
-BATCHFIT_API int batchfit_runner_trial(batchfit_runner *runner, uint64_t batch,
-                                       batchfit_trial *trial, batchfit_child_detail *detail);
-/* Async-signal-safe: asks a running (or the next) trial to stop. */
-BATCHFIT_API void batchfit_runner_interrupt(void);
-/* Clears a pending interrupt. */
-BATCHFIT_API void batchfit_runner_clear_interrupt(void);
+                                               uint64_t *requested_out);
 
 /* ------------------------------------------------------------------------ */
 /* Estimate before measuring                                                 */
@@ -658,12 +690,14 @@ BATCHFIT_API int batchfit_estimate_memory(batchfit_ctx *ctx, const batchfit_esti
                                           batchfit_estimate *out);
 BATCHFIT_API void batchfit_estimate_input_init(batchfit_estimate_input *in);
 /* "124M", "7.5B", "350K", "1.2T", "1000000". */
-BATCHFIT_API int batchfit_parse_params(const char *text, const char *what, uint64_t *out,
-                                       char *err, size_t err_len);
-BATCHFIT_API int batchfit_parse_precision(const char *text, const char *what,
-                                          batchfit_precision *out, char *err, size_t err_len);
-BATCHFIT_API int batchfit_parse_optimizer(const char *text, const char *what,
-                                          batchfit_optimizer *out, char *err, size_t err_len);
+BATCHFIT_API int batchfit_parse_params(batchfit_ctx *ctx, const char *text, const char *what,
+                                       uint64_t *out);
+/* "fp32", "mixed16", "int8" (any case). */
+BATCHFIT_API int batchfit_parse_precision(batchfit_ctx *ctx, const char *text, const char *what,
+                                          batchfit_precision *out);
+/* "sgd", "momentum", "adam", "adamw", "adafactor" (any case). */
+BATCHFIT_API int batchfit_parse_optimizer(batchfit_ctx *ctx, const char *text, const char *what,
+                                          batchfit_optimizer *out);
 
 /* ------------------------------------------------------------------------ */
 /* Cache: results across runs                                                */
@@ -680,25 +714,19 @@ typedef struct batchfit_cache_entry {
 } batchfit_cache_entry;
 
 /* The cache directory: $BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit,
- * else ~/.cache/batchfit. */
-BATCHFIT_API int batchfit_cache_dir(char *out, size_t len, char *err, size_t err_len);
-/* The key of everything that changes the answer, as 32 hex digits. */
-BATCHFIT_API void batchfit_cache_key(const char *material, char out[40]);
-/* Returns 1 and fills *entry when KEY is stored, 0 when it is not, and
- * BATCHFIT_E_PARSE (negative of nothing: a positive code) with a message in
- * err when the file is corrupt or foreign; such a file is never fatal. */
-BATCHFIT_API int batchfit_cache_load(const char *dir, const char *key, batchfit_cache_entry *entry,
-                                     char *err, size_t err_len);
-/* Writes the entry atomically (a temporary file renamed over it) under a
- * lock in dir, created with mode 0700. */
-BATCHFIT_API int batchfit_cache_store(const char *dir, const batchfit_cache_entry *entry, char *err,
-                                      size_t err_len);
-/* Calls fn for every valid entry; returns how many were read, or -1. */
-BATCHFIT_API int batchfit_cache_list(const char *dir,
+ * else ~/.cache/batchfit, into out (len bytes). */
+BATCHFIT_API int batchfit_cache_dir(batchfit_ctx *ctx, char *out, size_t len);
+/* Reads the entry stored under key in dir: BATCHFIT_OK, BATCHFIT_E_NOT_FOUND
+ * when there is none, BATCHFIT_E_INVALID_ARGUMENT when key is not a key (32
+ * hex digits), BATCHFIT_E_PARSE when the file is damaged or foreign. */
+BATCHFIT_API int batchfit_cache_load(batchfit_ctx *ctx, const char *dir, const char *key,
+                                     batchfit_cache_entry *entry);
+/* Calls fn for every valid entry in dir; *count (may be NULL) says how many. */
+BATCHFIT_API int batchfit_cache_list(batchfit_ctx *ctx, const char *dir,
                                      void (*fn)(const batchfit_cache_entry *entry, void *userdata),
-                                     void *userdata);
-/* Removes every entry; returns how many, or -1. */
-BATCHFIT_API int batchfit_cache_clear(const char *dir, char *err, size_t err_len);
+                                     void *userdata, size_t *count);
+/* Removes every entry in dir; *removed (may be NULL) says how many. */
+BATCHFIT_API int batchfit_cache_clear(batchfit_ctx *ctx, const char *dir, size_t *removed);
 
 /* ------------------------------------------------------------------------ */
 /* Recovery: out of memory during training                                   */

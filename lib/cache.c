@@ -18,7 +18,7 @@
 #define MAGIC "batchfit-cache 1"
 #define SUFFIX ".entry"
 
-int batchfit_cache_dir(char *out, size_t len, char *err, size_t err_len)
+static int cache_dir(char *out, size_t len, char *err, size_t err_len)
 {
     const char *explicit_dir = getenv("BATCHFIT_CACHE_DIR");
     const char *xdg = getenv("XDG_CACHE_HOME");
@@ -42,20 +42,51 @@ int batchfit_cache_dir(char *out, size_t len, char *err, size_t err_len)
     return BATCHFIT_OK;
 }
 
-static uint64_t fnv1a(const char *s, uint64_t seed)
+static uint64_t fnv1a(const char *s, size_t len, uint64_t seed)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325) ^ seed;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
         h *= UINT64_C(0x100000001b3);
     }
     return h;
 }
 
-void batchfit_cache_key(const char *material, char out[40])
+void batchfit__cache_key(const char *material, size_t len, char out[40])
 {
-    snprintf(out, 40, "%016llx%016llx", (unsigned long long)fnv1a(material, 0),
-             (unsigned long long)fnv1a(material, UINT64_C(0x9E3779B97F4A7C15)));
+    snprintf(out, 40, "%016llx%016llx", (unsigned long long)fnv1a(material, len, 0),
+             (unsigned long long)fnv1a(material, len, UINT64_C(0x9E3779B97F4A7C15)));
+}
+
+void batchfit__cache_material(batchfit__buf *b, const batchfit_options *o, batchfit_device *device,
+                              const char *const *argv, const char *settings)
+{
+    batchfit_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    batchfit_device_describe(device, &info);
+    uint64_t total = 0, free_bytes = 0;
+    batchfit_device_memory(device, &total, &free_bytes);
+    batchfit__buf_printf(b, "batchfit %s\ndevice %s %s %s %s %llu\n", BATCHFIT_VERSION_STRING,
+                         batchfit_device_spec(device), info.kind, info.name, info.uuid,
+                         (unsigned long long)total);
+    if (o->cache_key)
+        batchfit__buf_printf(b, "key %s\n", o->cache_key);
+    else
+        for (size_t i = 0; argv && argv[i]; i++)
+            batchfit__buf_printf(b, "arg %s\n", argv[i]);
+    batchfit__buf_printf(
+        b,
+        "settings margin=%.17g/%llu vram=%llu budget=%llu lattice=%d/%llu min=%llu max=%llu "
+        "samples=%llu spread=%.17g strategy=%s max_trials=%u upper_limit=%llu estimate=%llu\n",
+        o->margin_fraction, (unsigned long long)o->margin_bytes,
+        (unsigned long long)o->vram_limit_bytes, (unsigned long long)o->memory_budget_bytes,
+        (int)o->lattice, (unsigned long long)o->lattice_multiple, (unsigned long long)o->min_batch,
+        (unsigned long long)o->requested_max, (unsigned long long)o->samples, o->peak_spread,
+        batchfit_strategy_name(o->strategy), o->max_trials, (unsigned long long)o->upper_limit,
+        (unsigned long long)o->first_guess);
+    if (settings)
+        batchfit__buf_printf(b, "%s\n", settings);
 }
 
 static int valid_key(const char *key)
@@ -108,8 +139,10 @@ static void unlock_dir(int fd)
     }
 }
 
-int batchfit_cache_load(const char *dir, const char *key, batchfit_cache_entry *e, char *err,
-                        size_t err_len)
+/* BATCHFIT_OK and *e when stored, BATCHFIT_E_NOT_FOUND when not, or an
+ * error code with err. */
+static int load_entry(const char *dir, const char *key, batchfit_cache_entry *e, char *err,
+                      size_t err_len)
 {
     if (!dir || !key || !e || !valid_key(key)) {
         batchfit__errf(err, err_len, "cache: invalid key \"%s\"", key ? key : "");
@@ -119,7 +152,7 @@ int batchfit_cache_load(const char *dir, const char *key, batchfit_cache_entry *
     snprintf(path, sizeof path, "%s/%s" SUFFIX, dir, key);
     FILE *f = fopen(path, "r");
     if (!f)
-        return 0;
+        return BATCHFIT_E_NOT_FOUND;
     memset(e, 0, sizeof *e);
     char line[1024];
     int magic = 0, have_batch = 0;
@@ -159,10 +192,10 @@ int batchfit_cache_load(const char *dir, const char *key, batchfit_cache_entry *
                        magic != 1 ? "not a batchfit cache file" : "damaged");
         return BATCHFIT_E_PARSE;
     }
-    return 1;
+    return BATCHFIT_OK;
 }
 
-int batchfit_cache_store(const char *dir, const batchfit_cache_entry *e, char *err, size_t err_len)
+static int store_entry(const char *dir, const batchfit_cache_entry *e, char *err, size_t err_len)
 {
     if (!dir || !e || !valid_key(e->key) || e->batch_size == 0) {
         batchfit__errf(err, err_len, "cache: invalid entry");
@@ -241,19 +274,26 @@ static int list_one(const char *dir, const char *key, void *ud)
 {
     list_state *st = ud;
     batchfit_cache_entry e;
-    if (batchfit_cache_load(dir, key, &e, NULL, 0) != 1)
+    if (load_entry(dir, key, &e, NULL, 0) != BATCHFIT_OK)
         return 0;
     st->fn(&e, st->userdata);
     return 1;
 }
 
-int batchfit_cache_list(const char *dir, void (*fn)(const batchfit_cache_entry *, void *),
-                        void *userdata)
+int batchfit_cache_list(batchfit_ctx *ctx, const char *dir,
+                        void (*fn)(const batchfit_cache_entry *, void *), void *userdata,
+                        size_t *count)
 {
     if (!dir || !fn)
-        return -1;
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache list: no directory given");
     list_state st = {fn, userdata};
-    return each_entry(dir, list_one, &st);
+    int n = each_entry(dir, list_one, &st);
+    if (n < 0)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache: cannot read %s: %s", dir,
+                              strerror(errno));
+    if (count)
+        *count = (size_t)n;
+    return BATCHFIT_OK;
 }
 
 static int remove_one(const char *dir, const char *key, void *ud)
@@ -264,17 +304,45 @@ static int remove_one(const char *dir, const char *key, void *ud)
     return unlink(path) == 0;
 }
 
-int batchfit_cache_clear(const char *dir, char *err, size_t err_len)
+int batchfit_cache_clear(batchfit_ctx *ctx, const char *dir, size_t *removed)
 {
     if (!dir)
-        return -1;
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache clear: no directory given");
     int lock = -1;
     struct stat st;
     if (stat(dir, &st) == 0)
         lock = lock_dir(dir);
     int n = each_entry(dir, remove_one, NULL);
+    int e = errno;
     unlock_dir(lock);
     if (n < 0)
-        batchfit__errf(err, err_len, "cache: cannot read %s: %s", dir, strerror(errno));
-    return n;
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache: cannot read %s: %s", dir,
+                              strerror(e));
+    if (removed)
+        *removed = (size_t)n;
+    return BATCHFIT_OK;
+}
+
+int batchfit_cache_dir(batchfit_ctx *ctx, char *out, size_t len)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    if (!out || len == 0)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache dir: no output given");
+    return batchfit__fail_with(ctx, cache_dir(out, len, err, sizeof err), err);
+}
+
+int batchfit_cache_load(batchfit_ctx *ctx, const char *dir, const char *key,
+                        batchfit_cache_entry *entry)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    int rc = load_entry(dir, key, entry, err, sizeof err);
+    if (rc == BATCHFIT_E_NOT_FOUND)
+        return batchfit__fail(ctx, rc, "cache: no entry %s in %s", key, dir);
+    return batchfit__fail_with(ctx, rc, err);
+}
+
+int batchfit__cache_store(batchfit_ctx *ctx, const char *dir, const batchfit_cache_entry *entry)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(ctx, store_entry(dir, entry, err, sizeof err), err);
 }

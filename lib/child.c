@@ -25,66 +25,62 @@ extern char **environ;
 #define LINE_MAX_KEEP 4096
 #define TAIL_LINES 12
 
-struct batchfit_runner_s {
+struct batchfit__runner_s {
     batchfit_ctx *ctx;
-    batchfit_runner_options opts;
+    batchfit__runner_options opts;
     size_t argc;
     int has_placeholder;
-    batchfit_oom_table *own_oom;
-    const batchfit_oom_table *oom;
+    batchfit__oom_table *own_oom;
+    const batchfit__oom_table *oom;
     batchfit__cgroup cg;
     batchfit__pidset seen;
-    char mechanisms[1024];
+    batchfit__buf mechanisms;
     char visible_env[160]; /* CUDA_VISIBLE_DEVICES=<uuid of the probed GPU>, or "" */
 };
 
 static volatile sig_atomic_t interrupt_requested;
 
-void batchfit_runner_interrupt(void)
+void batchfit_interrupt(void)
 {
     interrupt_requested = 1;
 }
 
-void batchfit_runner_clear_interrupt(void)
+int batchfit__interrupt_pending(void)
+{
+    return interrupt_requested != 0;
+}
+
+void batchfit__interrupt_clear(void)
 {
     interrupt_requested = 0;
 }
 
-void batchfit_runner_options_init(batchfit_runner_options *opts)
+void batchfit__runner_options_init(batchfit__runner_options *opts)
 {
     if (!opts)
         return;
-    *opts = (batchfit_runner_options){0};
-    opts->struct_size = sizeof *opts;
+    *opts = (batchfit__runner_options){0};
     opts->kill_grace_seconds = 2.0;
     opts->watchdog = 1;
     opts->sample_interval = 0.02;
     opts->cgroups = BATCHFIT_CGROUPS_AUTO;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opts,
-                           batchfit_runner **out)
+int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *opts,
+                           batchfit__runner **out)
 {
     if (!ctx || !out)
         return BATCHFIT_E_INVALID_ARGUMENT;
     *out = NULL;
-    if (!opts || opts->struct_size != sizeof *opts)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "runner options: not initialised with batchfit_runner_options_init()");
+    if (!opts)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "runner options: none given");
     if (!opts->argv || !opts->argv[0] || !opts->argv[0][0])
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "no command to run");
     if (!(opts->sample_interval > 0.0) || opts->timeout_seconds < 0.0 ||
         opts->kill_grace_seconds < 0.0)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "runner options: intervals must be positive");
-    batchfit_runner *r = batchfit__calloc(&ctx->allocator, 1, sizeof *r);
+    batchfit__runner *r = batchfit__calloc(&ctx->allocator, 1, sizeof *r);
     if (!r)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
     r->ctx = ctx;
@@ -98,7 +94,7 @@ int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opt
     }
     r->oom = opts->oom;
     if (!r->oom) {
-        int rc = batchfit_oom_table_create(ctx, &r->own_oom);
+        int rc = batchfit__oom_table_create(ctx, &r->own_oom);
         if (rc) {
             batchfit__free(&ctx->allocator, r);
             return rc;
@@ -110,25 +106,29 @@ int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opt
         peak = r->cg.version == 2 ? "cgroup-v2 memory.peak" : "cgroup-v1 memory.max_usage_in_bytes";
     else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
         snprintf(r->cg.why_not, sizeof r->cg.why_not, "cgroups turned off");
-    int n = snprintf(r->mechanisms, sizeof r->mechanisms, "peak: %s%s%s; watchdog: %s",
-                     peak, r->cg.version ? "" : r->cg.why_not, r->cg.version ? "" : ")",
-                     opts->watchdog && opts->budget_bytes ? "sampling" : "off");
-    /* Each piece is short; the buffer holds them all. */
+    batchfit__buf *m = &r->mechanisms;
+    batchfit__buf_init(m, &ctx->allocator);
+    batchfit__buf_printf(m, "peak: %s%s%s; watchdog: %s", peak, r->cg.version ? "" : r->cg.why_not,
+                         r->cg.version ? "" : ")",
+                         opts->watchdog && opts->budget_bytes ? "sampling" : "off");
     if (opts->watchdog && opts->budget_bytes)
-        n += snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n, " every %.0f ms",
-                      opts->sample_interval * 1000.0);
+        batchfit__buf_printf(m, " every %.0f ms", opts->sample_interval * 1000.0);
     if (opts->device)
-        n += snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n,
-                      "; gpu peak: %s every %.0f ms, with the device's free memory as a "
-                      "cross-check",
-                      opts->device->ops->process_usage ? "nvml per-process sampling"
-                                                       : "device free memory",
-                      opts->sample_interval * 1000.0);
+        batchfit__buf_printf(m,
+                             "; gpu peak: %s every %.0f ms, with the device's free memory as a "
+                             "cross-check",
+                             opts->device->ops->process_usage ? "nvml per-process sampling"
+                                                              : "device free memory",
+                             opts->sample_interval * 1000.0);
     if (opts->enforce)
-        snprintf(r->mechanisms + n, sizeof r->mechanisms - (size_t)n, "; hard cap: %s",
-                 r->cg.version == 2   ? "cgroup-v2 memory.max"
-                 : r->cg.version == 1 ? "cgroup-v1 memory.limit_in_bytes"
-                                      : "RLIMIT_AS");
+        batchfit__buf_printf(m, "; hard cap: %s",
+                             r->cg.version == 2   ? "cgroup-v2 memory.max"
+                             : r->cg.version == 1 ? "cgroup-v1 memory.limit_in_bytes"
+                                                  : "RLIMIT_AS");
+    if (!batchfit__buf_text(m)) {
+        batchfit__runner_free(r);
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
+    }
     /* Trials run on the probed GPU: it is the only one they see. */
     batchfit_device_info info;
     memset(&info, 0, sizeof info);
@@ -143,22 +143,23 @@ int batchfit_runner_create(batchfit_ctx *ctx, const batchfit_runner_options *opt
     return BATCHFIT_OK;
 }
 
-void batchfit_runner_free(batchfit_runner *runner)
+void batchfit__runner_free(batchfit__runner *runner)
 {
     if (!runner)
         return;
-    batchfit_oom_table_free(runner->own_oom);
+    batchfit__oom_table_free(runner->own_oom);
+    batchfit__buf_free(&runner->mechanisms);
     batchfit__free(&runner->ctx->allocator, runner);
 }
 
-int batchfit_runner_has_placeholder(const batchfit_runner *runner)
+int batchfit__runner_has_placeholder(const batchfit__runner *runner)
 {
     return runner ? runner->has_placeholder : 0;
 }
 
-const char *batchfit_runner_mechanisms(const batchfit_runner *runner)
+const char *batchfit__runner_mechanisms(const batchfit__runner *runner)
 {
-    return runner ? runner->mechanisms : "";
+    return runner ? batchfit__buf_text(&runner->mechanisms) : "";
 }
 
 /* Everything a trial allocates before fork, so the child only execs. */
@@ -176,7 +177,7 @@ static void launch_free(const batchfit_allocator *a, launch *l)
     batchfit__free(a, l->strings);
 }
 
-static int launch_build(batchfit_runner *r, uint64_t batch, launch *l)
+static int launch_build(batchfit__runner *r, uint64_t batch, launch *l)
 {
     const batchfit_allocator *a = &r->ctx->allocator;
     size_t env_count = 0;
@@ -227,7 +228,7 @@ static int launch_build(batchfit_runner *r, uint64_t batch, launch *l)
 }
 
 /* In the child, between fork and exec: async-signal-safe calls only. */
-static void child_exec(const batchfit_runner *r, const launch *l, int out_fd, int err_pipe)
+static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, int err_pipe)
 {
     setpgid(0, 0);
     if (l->procs_file[0])
@@ -299,14 +300,14 @@ static uint64_t tried_to_allocate(const char *line)
     memcpy(text + n, unit, ulen);
     text[n + ulen] = '\0';
     uint64_t bytes = 0;
-    return batchfit_parse_size(text, NULL, &bytes, NULL, 0) == BATCHFIT_OK ? bytes : 0;
+    return batchfit__parse_size(text, NULL, &bytes, NULL, 0) == BATCHFIT_OK ? bytes : 0;
 }
 
-static void output_line(const batchfit_runner *r, output *o)
+static void output_line(const batchfit__runner *r, output *o)
 {
     o->line[o->line_len] = '\0';
     if (!o->oom_source[0]) {
-        const char *source = batchfit_oom_match(r->oom, o->line);
+        const char *source = batchfit__oom_match(r->oom, o->line);
         if (source) {
             batchfit__copy(o->oom_source, sizeof o->oom_source, source);
             batchfit__copy(o->oom_line, sizeof o->oom_line, o->line);
@@ -321,7 +322,7 @@ static void output_line(const batchfit_runner *r, output *o)
     o->line_len = 0;
 }
 
-static void output_feed(const batchfit_runner *r, output *o, const char *buf, size_t n)
+static void output_feed(const batchfit__runner *r, output *o, const char *buf, size_t n)
 {
     if (r->opts.show_output) {
         ssize_t ignored = write(2, buf, n);
@@ -360,7 +361,7 @@ static void output_tail(const output *o, char *out, size_t len)
 }
 
 /* Reads what is available; returns 0 at end of file. */
-static int drain(const batchfit_runner *r, output *o, int fd)
+static int drain(const batchfit__runner *r, output *o, int fd)
 {
     char buf[8192];
     for (;;) {
@@ -403,7 +404,7 @@ static const char *signal_name(int sig)
 /* Kills whatever of the trial is still alive: the process group, the
  * cgroup, and every descendant seen (checked by start time against pid
  * reuse); then reaps what became our children. */
-static void kill_everything(batchfit_runner *r, pid_t pgid)
+static void kill_everything(batchfit__runner *r, pid_t pgid)
 {
     kill(-pgid, SIGKILL);
     for (unsigned i = 0; i < r->seen.count; i++)
@@ -442,7 +443,7 @@ typedef struct watch {
  * is walked either way, so every descendant is known for the cleanup. */
 /* The trial's memory on its GPU: what NVML says the processes of its tree
  * use, and the drop in the device's free memory since the trial began. */
-static void sample_device(batchfit_runner *r, pid_t pid, watch *w, uint64_t *now)
+static void sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now)
 {
     batchfit_device *dev = r->opts.device;
     long pids[BATCHFIT__PIDSET_MAX + 1];
@@ -474,7 +475,7 @@ static void sample_device(batchfit_runner *r, pid_t pid, watch *w, uint64_t *now
  * a cgroup (resident shared libraries charged elsewhere do not count), else
  * the process tree's RSS. The tree is walked either way, so every
  * descendant is known for the cleanup. */
-static void sample_memory(batchfit_runner *r, pid_t pid, watch *w)
+static void sample_memory(batchfit__runner *r, pid_t pid, watch *w)
 {
     uint64_t now = 0, tree = 0, host = 0;
     int have_tree = batchfit__proc_tree_rss(pid, &r->seen, &tree) == 0;
@@ -494,12 +495,12 @@ static void sample_memory(batchfit_runner *r, pid_t pid, watch *w)
 }
 
 /* Runs the poll loop until the main process has ended and its output is read. */
-static void supervise(batchfit_runner *r, pid_t pid, int out_fd, output *o, watch *w)
+static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, watch *w)
 {
     int open_fd = 1;
     double drain_deadline = 0.0;
     for (;;) {
-        double t = now_seconds();
+        double t = batchfit__now();
         double wait_s = r->opts.sample_interval;
         if (r->opts.timeout_seconds > 0.0 && !w->timed_out) {
             double left = w->start + r->opts.timeout_seconds - t;
@@ -523,10 +524,10 @@ static void supervise(batchfit_runner *r, pid_t pid, int out_fd, output *o, watc
                 /* The trial is its main process: whatever it left behind
                  * goes now, so the pipe closes and nothing is orphaned. */
                 kill(-pid, SIGKILL);
-                drain_deadline = now_seconds() + 1.0;
+                drain_deadline = batchfit__now() + 1.0;
             }
         }
-        t = now_seconds();
+        t = batchfit__now();
         if (interrupt_requested && !w->interrupted) {
             w->interrupted = 1;
             kill(-pid, SIGKILL);
@@ -544,9 +545,12 @@ static void supervise(batchfit_runner *r, pid_t pid, int out_fd, output *o, watc
     }
 }
 
-static void classify(batchfit_runner *r, const watch *w, const output *o, batchfit_trial *trial,
-                     batchfit_child_detail *d)
+static void classify(batchfit__runner *r, const watch *w, const output *o, batchfit_trial *trial)
 {
+    batchfit_trial_process *d = &trial->process;
+    uint64_t peak_bytes;
+    int peak_known;
+    d->ran = 1;
     char peak[32], limit[32];
     d->exited = WIFEXITED(w->status);
     d->exit_code = d->exited ? WEXITSTATUS(w->status) : 128 + WTERMSIG(w->status);
@@ -557,35 +561,35 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
     d->rusage_peak_bytes = (uint64_t)w->usage.ru_maxrss * 1024;
     uint64_t cg_peak = 0, kills = 0;
     if (r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0) {
-        d->peak_bytes = cg_peak;
+        peak_bytes = cg_peak;
         d->peak_source = r->cg.version == 2 ? "cgroup-v2 memory.peak"
                                             : "cgroup-v1 memory.max_usage_in_bytes";
     } else {
-        d->peak_bytes = w->sampled_peak > d->rusage_peak_bytes ? w->sampled_peak
+        peak_bytes = w->sampled_peak > d->rusage_peak_bytes ? w->sampled_peak
                                                                : d->rusage_peak_bytes;
         d->peak_source = "rusage+sampling";
     }
-    d->host_peak_bytes = d->peak_bytes;
+    d->host_peak_bytes = peak_bytes;
     d->device_peak_known = w->device_known;
     d->device_peak_bytes = w->device_peak;
     d->device_free_drop_known = w->free_known;
     d->device_free_drop_bytes = w->free_known ? w->free_start - w->free_min : 0;
     if (r->opts.device) {
         /* On a GPU the trial is judged by its GPU memory. */
-        d->peak_bytes = w->device_known ? w->device_peak : d->device_free_drop_bytes;
+        peak_bytes = w->device_known ? w->device_peak : d->device_free_drop_bytes;
         d->peak_source = w->device_known ? "nvml per-process sampling" : "device free memory";
-        d->peak_known = w->device_known || w->free_known;
+        peak_known = w->device_known || w->free_known;
     } else {
-        d->peak_known = d->peak_bytes > 0;
+        peak_known = peak_bytes > 0;
     }
     if (r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0 && kills > 0)
         d->oom_killed = 1;
     batchfit__copy(d->oom_signature, sizeof d->oom_signature, o->oom_source);
     output_tail(o, d->tail, sizeof d->tail);
 
-    trial->peak_known = d->peak_known;
-    trial->peak_bytes = d->peak_bytes;
-    batchfit_format_bytes((double)d->peak_bytes, peak, sizeof peak);
+    trial->peak_known = peak_known;
+    trial->peak_bytes = peak_bytes;
+    batchfit_format_bytes((double)peak_bytes, peak, sizeof peak);
     if (w->timed_out) {
         trial->outcome = BATCHFIT_ERROR;
         snprintf(trial->message, sizeof trial->message,
@@ -607,7 +611,7 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
     if (o->oom_source[0]) {
         trial->outcome = BATCHFIT_OOM;
         /* What it had plus what it asked for is a lower bound on its need. */
-        trial->peak_bytes = (r->opts.device ? d->peak_bytes : w->sampled_peak) + o->tried_bytes;
+        trial->peak_bytes = (r->opts.device ? peak_bytes : w->sampled_peak) + o->tried_bytes;
         trial->peak_known = trial->peak_bytes > 0;
         int room = (int)sizeof trial->message - 20 - (int)strlen(o->oom_source);
         snprintf(trial->message, sizeof trial->message, "out of memory (%s): %.*s",
@@ -625,7 +629,7 @@ static void classify(batchfit_runner *r, const watch *w, const output *o, batchf
     }
     if (d->signal) {
         int near_cap = r->opts.enforce && r->opts.enforce_bytes &&
-                       (double)d->peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
+                       (double)peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
         trial->outcome = near_cap && r->opts.crash_is_oom ? BATCHFIT_OOM : BATCHFIT_ERROR;
         if (near_cap) {
             batchfit_format_bytes((double)r->opts.enforce_bytes, limit, sizeof limit);
@@ -660,15 +664,11 @@ static int pipe_cloexec(int fds[2])
     return 0;
 }
 
-int batchfit_runner_trial(batchfit_runner *runner, uint64_t batch, batchfit_trial *trial,
-                          batchfit_child_detail *detail)
+int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_trial *trial)
 {
     if (!runner || !trial || batch == 0)
         return BATCHFIT_E_INVALID_ARGUMENT;
-    batchfit_runner *r = runner;
-    batchfit_child_detail scratch;
-    batchfit_child_detail *d = detail ? detail : &scratch;
-    memset(d, 0, sizeof *d);
+    batchfit__runner *r = runner;
     memset(trial, 0, sizeof *trial);
     trial->batch = batch;
     if (interrupt_requested)
@@ -686,19 +686,21 @@ int batchfit_runner_trial(batchfit_runner *runner, uint64_t batch, batchfit_tria
     if (pipe_cloexec(out_pipe) != 0) {
         launch_free(&r->ctx->allocator, &l);
         batchfit__cgroup_destroy(&r->cg);
-        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "pipe: %s", strerror(errno));
+        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
+                              strerror(errno));
     }
     if (pipe_cloexec(err_pipe) != 0) {
         close(out_pipe[0]);
         close(out_pipe[1]);
         launch_free(&r->ctx->allocator, &l);
         batchfit__cgroup_destroy(&r->cg);
-        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "pipe: %s", strerror(errno));
+        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
+                              strerror(errno));
     }
     r->seen.count = 0;
     watch w;
     memset(&w, 0, sizeof w);
-    w.start = now_seconds();
+    w.start = batchfit__now();
     pid_t pid = fork();
     if (pid == 0)
         child_exec(r, &l, out_pipe[1], err_pipe[1]);
@@ -710,7 +712,7 @@ int batchfit_runner_trial(batchfit_runner *runner, uint64_t batch, batchfit_tria
         close(err_pipe[0]);
         launch_free(&r->ctx->allocator, &l);
         batchfit__cgroup_destroy(&r->cg);
-        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "fork: %s", strerror(e));
+        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot fork: %s", strerror(e));
     }
     setpgid(pid, pid);
     int exec_errno = 0;
@@ -740,8 +742,8 @@ int batchfit_runner_trial(batchfit_runner *runner, uint64_t batch, batchfit_tria
     }
     supervise(r, pid, out_pipe[0], o, &w);
     close(out_pipe[0]);
-    trial->seconds = now_seconds() - w.start;
-    classify(r, &w, o, trial, d);
+    trial->seconds = batchfit__now() - w.start;
+    classify(r, &w, o, trial);
     kill_everything(r, pid);
     batchfit__free(&r->ctx->allocator, o);
     launch_free(&r->ctx->allocator, &l);

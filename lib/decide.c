@@ -24,7 +24,7 @@ void batchfit_options_init(batchfit_options *opts)
 
 int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts)
 {
-    if (!opts || opts->struct_size != sizeof *opts)
+    if (!opts || opts->struct_size < sizeof *opts)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "options: not initialised with batchfit_options_init()");
     if (opts->lattice != BATCHFIT_LATTICE_EVERY && opts->lattice != BATCHFIT_LATTICE_MULTIPLE &&

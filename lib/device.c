@@ -5,10 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out)
+static int open_spec(batchfit_ctx *ctx, const char *spec, batchfit_device **out)
 {
-    if (!ctx || !spec || !out)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "device: no spec given");
     *out = NULL;
     batchfit_device *dev = batchfit__calloc(&ctx->allocator, 1, sizeof *dev);
     if (!dev)
@@ -16,8 +14,12 @@ int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **
                               spec);
     dev->ctx = ctx;
     dev->available = 1;
+    dev->spec = batchfit__strdup(&ctx->allocator, spec);
     int rc;
-    if (strcmp(spec, "sim") == 0 || strncmp(spec, "sim:", 4) == 0) {
+    if (!dev->spec) {
+        rc = batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory opening device \"%s\"",
+                            spec);
+    } else if (strcmp(spec, "sim") == 0 || strncmp(spec, "sim:", 4) == 0) {
         rc = batchfit__sim_open(ctx, spec[3] ? spec + 4 : "", dev);
     } else if (strcmp(spec, "host") == 0) {
         rc = batchfit__host_open(ctx, dev);
@@ -25,7 +27,8 @@ int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **
         rc = batchfit__cuda_open(ctx, spec + 5, dev);
     } else {
         rc = batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                            "unknown device \"%s\" (expected host, cuda:N or sim:KEY=VALUE,...)",
+                            "unknown device \"%s\" (expected auto, host, cuda:N or "
+                            "sim:KEY=VALUE,...)",
                             spec);
     }
     if (rc) {
@@ -36,13 +39,47 @@ int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **
     return BATCHFIT_OK;
 }
 
+/* "auto": the first NVIDIA GPU when one is usable, else the host. The one
+ * place that choice is made (the CLI's probe and info both ask here). */
+static int open_auto(batchfit_ctx *ctx, batchfit_device **out)
+{
+    batchfit_device *gpu = NULL;
+    int rc = open_spec(ctx, "cuda:0", &gpu);
+    if (rc)
+        return rc;
+    if (gpu->available) {
+        *out = gpu;
+        return BATCHFIT_OK;
+    }
+    batchfit__log(ctx, BATCHFIT_LOG_WARN,
+                  "no usable NVIDIA GPU (%s); device auto uses the host's memory", gpu->reason);
+    batchfit_device_free(gpu);
+    return open_spec(ctx, "host", out);
+}
+
+int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out)
+{
+    if (!ctx || !spec || !out)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "device: no spec given");
+    *out = NULL;
+    if (strcmp(spec, "auto") == 0)
+        return open_auto(ctx, out);
+    return open_spec(ctx, spec, out);
+}
+
 void batchfit_device_free(batchfit_device *device)
 {
     if (!device)
         return;
     if (device->ops && device->ops->destroy)
         device->ops->destroy(device);
+    batchfit__free(&device->ctx->allocator, device->spec);
     batchfit__free(&device->ctx->allocator, device);
+}
+
+const char *batchfit_device_spec(const batchfit_device *device)
+{
+    return device && device->spec ? device->spec : "none";
 }
 
 const char *batchfit_device_kind(const batchfit_device *device)
@@ -72,10 +109,8 @@ int batchfit_device_memory(batchfit_device *device, uint64_t *total_out, uint64_
     return device->ops->memory(device, total_out, free_out);
 }
 
-int batchfit_device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held)
+int batchfit__device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held)
 {
-    if (!device || !held)
-        return BATCHFIT_E_INVALID_ARGUMENT;
     *held = 0;
     if (!device->available)
         return batchfit__fail(device->ctx, BATCHFIT_E_NO_DEVICE, "device unavailable: %s",
@@ -88,7 +123,7 @@ int batchfit_device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held
     return rc;
 }
 
-void batchfit_device_release(batchfit_device *device)
+void batchfit__device_release(batchfit_device *device)
 {
     if (device && device->available && device->ops->release_hold)
         device->ops->release_hold(device);
@@ -117,7 +152,7 @@ int batchfit_device_peak(batchfit_device *device, uint64_t *peak_out)
 
 int batchfit_device_describe(const batchfit_device *device, batchfit_device_info *info)
 {
-    if (!device || !info || info->struct_size != sizeof *info)
+    if (!device || !info || info->struct_size < sizeof *info)
         return BATCHFIT_E_INVALID_ARGUMENT;
     size_t size = info->struct_size;
     memset(info, 0, sizeof *info);

@@ -144,8 +144,14 @@ static void cuda_describe(const batchfit_device *dev, batchfit_device_info *info
 }
 
 static const batchfit_device_ops cuda_ops = {
-    "cuda", cuda_destroy, cuda_memory, cuda_hold, cuda_release_hold, cuda_usage,
-    cuda_process_usage, NULL, NULL, cuda_describe,
+    .kind = "cuda",
+    .destroy = cuda_destroy,
+    .memory = cuda_memory,
+    .hold = cuda_hold,
+    .release_hold = cuda_release_hold,
+    .usage = cuda_usage,
+    .process_usage = cuda_process_usage,
+    .describe = cuda_describe,
 };
 
 /* Finds this device in NVML by UUID (NVML's order is not CUDA's). */
@@ -182,7 +188,7 @@ int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *d
     uint64_t n = 0;
     char err[BATCHFIT_ERRMSG_MAX];
     if (strcmp(index, "0") != 0 &&
-        batchfit_parse_count(index, "cuda device index", 1024, &n, err, sizeof err) != 0)
+        batchfit__parse_count(index, "cuda device index", 1024, &n, err, sizeof err) != 0)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "%s", err);
     cuda_state *st = batchfit__calloc(&ctx->allocator, 1, sizeof *st);
     if (!st)
@@ -229,10 +235,8 @@ int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *d
     return BATCHFIT_OK;
 }
 
-int batchfit_cuda_device_count(batchfit_ctx *ctx, unsigned *count, char *why, size_t why_len)
+int batchfit__cuda_count(unsigned *count, char *why, size_t why_len)
 {
-    if (!ctx || !count)
-        return BATCHFIT_E_INVALID_ARGUMENT;
     *count = 0;
     batchfit__cuda c;
     if (batchfit__cuda_load(&c) != 0) {
@@ -248,11 +252,11 @@ int batchfit_cuda_device_count(batchfit_ctx *ctx, unsigned *count, char *why, si
     }
     *count = n > 0 ? (unsigned)n : 0;
     if (*count == 0)
-        batchfit__errf(why, why_len, "no visible CUDA device");
+        batchfit__errf(why, why_len, "0 visible CUDA devices");
     return BATCHFIT_OK;
 }
 
-int batchfit_nvml_available(char *why, size_t why_len)
+int batchfit__nvml_usable(char *why, size_t why_len)
 {
     batchfit__nvml n;
     if (batchfit__nvml_load(&n) != 0) {

@@ -39,8 +39,12 @@ static int host_peak_end(batchfit_device *dev, uint64_t *peak)
 }
 
 static const batchfit_device_ops host_ops = {
-    "host", host_destroy, host_memory, NULL, NULL, host_usage, NULL, host_peak_begin,
-    host_peak_end, NULL,
+    .kind = "host",
+    .destroy = host_destroy,
+    .memory = host_memory,
+    .usage = host_usage,
+    .peak_begin = host_peak_begin,
+    .peak_end = host_peak_end,
 };
 
 int batchfit__host_open(batchfit_ctx *ctx, batchfit_device *dev)

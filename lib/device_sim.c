@@ -54,15 +54,6 @@ static uint64_t round_up(uint64_t bytes, uint64_t granule)
     return bytes > UINT64_MAX - (granule - r) ? UINT64_MAX : bytes + (granule - r);
 }
 
-/* splitmix64: a small, well-mixed generator, so a seed reproduces a run. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 static void sim_destroy(batchfit_device *dev)
 {
     batchfit__free(&dev->ctx->allocator, dev->backend);
@@ -115,11 +106,17 @@ static int sim_peak_end(batchfit_device *dev, uint64_t *peak)
 }
 
 static const batchfit_device_ops sim_ops = {
-    "sim", sim_destroy, sim_memory, sim_hold, sim_release_hold, sim_usage, NULL, sim_peak_begin,
-    sim_peak_end, NULL,
+    .kind = "sim",
+    .destroy = sim_destroy,
+    .memory = sim_memory,
+    .hold = sim_hold,
+    .release_hold = sim_release_hold,
+    .usage = sim_usage,
+    .peak_begin = sim_peak_begin,
+    .peak_end = sim_peak_end,
 };
 
-int batchfit_sim_alloc(batchfit_device *device, uint64_t bytes)
+int batchfit__sim_alloc(batchfit_device *device, uint64_t bytes)
 {
     sim_state *s = sim_of(device);
     if (!s)
@@ -133,7 +130,7 @@ int batchfit_sim_alloc(batchfit_device *device, uint64_t bytes)
     return 0;
 }
 
-void batchfit_sim_free(batchfit_device *device, uint64_t bytes)
+void batchfit__sim_free(batchfit_device *device, uint64_t bytes)
 {
     sim_state *s = sim_of(device);
     if (!s)
@@ -142,7 +139,7 @@ void batchfit_sim_free(batchfit_device *device, uint64_t bytes)
     s->in_use = rounded > s->in_use ? 0 : s->in_use - rounded;
 }
 
-uint64_t batchfit_sim_in_use(const batchfit_device *device)
+uint64_t batchfit__sim_in_use(const batchfit_device *device)
 {
     const sim_state *s = sim_of(device);
     return s ? s->in_use : 0;
@@ -157,25 +154,25 @@ static int sim_set(batchfit_ctx *ctx, batchfit_device *dev, sim_state *s, const 
     snprintf(what, sizeof what, "sim device key \"%s\"", key);
     int rc = BATCHFIT_OK;
     if (strcmp(key, "capacity") == 0) {
-        rc = batchfit_parse_size(value, what, &s->capacity, err, sizeof err);
+        rc = batchfit__parse_size(value, what, &s->capacity, err, sizeof err);
         *have_capacity = 1;
     } else if (strcmp(key, "used") == 0) {
-        rc = batchfit_parse_size(value, what, &s->used_by_others, err, sizeof err);
+        rc = batchfit__parse_size(value, what, &s->used_by_others, err, sizeof err);
     } else if (strcmp(key, "fixed") == 0) {
-        rc = batchfit_parse_size(value, what, &s->fixed, err, sizeof err);
+        rc = batchfit__parse_size(value, what, &s->fixed, err, sizeof err);
     } else if (strcmp(key, "per_sample") == 0) {
-        rc = batchfit_parse_size(value, what, &s->per_sample, err, sizeof err);
+        rc = batchfit__parse_size(value, what, &s->per_sample, err, sizeof err);
     } else if (strcmp(key, "granule") == 0) {
-        rc = batchfit_parse_size(value, what, &s->granule, err, sizeof err);
+        rc = batchfit__parse_size(value, what, &s->granule, err, sizeof err);
     } else if (strcmp(key, "noise") == 0) {
-        rc = batchfit_parse_percent(value, what, &s->noise, err, sizeof err);
+        rc = batchfit__parse_percent(value, what, &s->noise, err, sizeof err);
         if (rc == BATCHFIT_OK && s->noise >= 0.5)
             return batchfit__fail(ctx, BATCHFIT_E_PARSE, "%s: noise \"%s\" must be below 50%%",
                                   what, value);
     } else if (strcmp(key, "seed") == 0) {
         uint64_t seed = 0;
         if (strcmp(value, "0") != 0)
-            rc = batchfit_parse_count(value, what, UINT64_MAX, &seed, err, sizeof err);
+            rc = batchfit__parse_count(value, what, UINT64_MAX, &seed, err, sizeof err);
         s->rng = seed;
     } else if (strcmp(key, "jump") == 0) {
         const char *colon = strchr(value, ':');
@@ -193,9 +190,9 @@ static int sim_set(batchfit_ctx *ctx, batchfit_device *dev, sim_state *s, const 
         memcpy(batch_text, value, len);
         batch_text[len] = '\0';
         sim_jump *j = &s->jumps[s->jump_count];
-        rc = batchfit_parse_count(batch_text, what, INT64_MAX, &j->batch, err, sizeof err);
+        rc = batchfit__parse_count(batch_text, what, INT64_MAX, &j->batch, err, sizeof err);
         if (rc == BATCHFIT_OK)
-            rc = batchfit_parse_size(colon + 1, what, &j->bytes, err, sizeof err);
+            rc = batchfit__parse_size(colon + 1, what, &j->bytes, err, sizeof err);
         if (rc == BATCHFIT_OK)
             s->jump_count++;
     } else if (strcmp(key, "unavailable") == 0) {
@@ -280,7 +277,7 @@ static batchfit_outcome sim_step_build(void *userdata, batchfit_device *device, 
     }
     st->device = device;
     st->sim = s;
-    if (batchfit_sim_alloc(device, s->fixed) != 0) {
+    if (batchfit__sim_alloc(device, s->fixed) != 0) {
         batchfit__errf(msg, msg_len,
                        "out of memory: the model's fixed %llu bytes do not fit (%llu free)",
                        (unsigned long long)s->fixed, (unsigned long long)sim_free_bytes(s));
@@ -313,11 +310,11 @@ static batchfit_outcome sim_step_run(void *state, uint64_t batch, batchfit_step_
     if (s->noise > 0.0) {
         /* Uniform in [-noise, +noise] of the whole peak, as a real job's
          * resident memory wanders between identical runs. */
-        double u = (double)(next_random(&s->rng) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+        double u = (double)(batchfit__splitmix64(&s->rng) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
         activations += u * s->noise * ((double)st->fixed + activations);
     }
     uint64_t bytes = clamp_bytes(activations);
-    if (batchfit_sim_alloc(st->device, bytes) != 0) {
+    if (batchfit__sim_alloc(st->device, bytes) != 0) {
         uint64_t tried = round_up(bytes, s->granule);
         snprintf(report->message, sizeof report->message,
                  "out of memory: tried to allocate %llu bytes (%llu free)",
@@ -327,14 +324,14 @@ static batchfit_outcome sim_step_run(void *state, uint64_t batch, batchfit_step_
         report->peak_bytes = s->in_use + tried;
         return BATCHFIT_OOM;
     }
-    batchfit_sim_free(st->device, bytes);
+    batchfit__sim_free(st->device, bytes);
     return BATCHFIT_FITS;
 }
 
 static void sim_step_release(void *state)
 {
     sim_step *st = state;
-    batchfit_sim_free(st->device, st->fixed);
+    batchfit__sim_free(st->device, st->fixed);
     batchfit__free(&st->device->ctx->allocator, st);
 }
 

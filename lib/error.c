@@ -47,3 +47,26 @@ const char *batchfit_outcome_name(batchfit_outcome outcome)
     }
     return "unknown";
 }
+
+int batchfit_exit_status(int code)
+{
+    switch (code) {
+    case BATCHFIT_OK:
+        return 0;
+    case BATCHFIT_E_INVALID_ARGUMENT:
+    case BATCHFIT_E_PARSE:
+    case BATCHFIT_E_NOT_FOUND:
+        return 2;
+    case BATCHFIT_E_MIN_DOES_NOT_FIT:
+    case BATCHFIT_E_TRIAL_LIMIT:
+        return 3;
+    case BATCHFIT_E_TRIAL_ERROR:
+        return 4;
+    case BATCHFIT_E_NO_DEVICE:
+    case BATCHFIT_E_DEVICE:
+        return 5;
+    case BATCHFIT_E_ABORTED:
+        return 130;
+    }
+    return 1;
+}

@@ -42,7 +42,7 @@ static double bytes_per_param(batchfit_precision p, batchfit_optimizer o)
 int batchfit_estimate_memory(batchfit_ctx *ctx, const batchfit_estimate_input *in,
                              batchfit_estimate *out)
 {
-    if (!ctx || !in || !out || in->struct_size != sizeof *in)
+    if (!ctx || !in || !out || in->struct_size < sizeof *in)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "estimate: input not initialised with batchfit_estimate_input_init()");
     *out = (batchfit_estimate){0};
@@ -81,7 +81,7 @@ int batchfit_estimate_memory(batchfit_ctx *ctx, const batchfit_estimate_input *i
     return BATCHFIT_OK;
 }
 
-int batchfit_parse_params(const char *text, const char *what, uint64_t *out, char *err,
+int batchfit__parse_params(const char *text, const char *what, uint64_t *out, char *err,
                           size_t err_len)
 {
     const char *name = what ? what : "--params";
@@ -124,7 +124,7 @@ static int parse_name(const char *text, const char *const *names, size_t count, 
     return -1;
 }
 
-int batchfit_parse_precision(const char *text, const char *what, batchfit_precision *out,
+int batchfit__parse_precision(const char *text, const char *what, batchfit_precision *out,
                              char *err, size_t err_len)
 {
     static const char *const names[] = {"fp32", "mixed16", "int8"};
@@ -138,7 +138,7 @@ int batchfit_parse_precision(const char *text, const char *what, batchfit_precis
     return BATCHFIT_OK;
 }
 
-int batchfit_parse_optimizer(const char *text, const char *what, batchfit_optimizer *out,
+int batchfit__parse_optimizer(const char *text, const char *what, batchfit_optimizer *out,
                              char *err, size_t err_len)
 {
     static const char *const names[] = {"sgd", "momentum", "adam", "adamw", "adafactor"};
@@ -151,4 +151,26 @@ int batchfit_parse_optimizer(const char *text, const char *what, batchfit_optimi
     }
     *out = (batchfit_optimizer)v;
     return BATCHFIT_OK;
+}
+
+int batchfit_parse_params(batchfit_ctx *ctx, const char *text, const char *what, uint64_t *out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(ctx, batchfit__parse_params(text, what, out, err, sizeof err), err);
+}
+
+int batchfit_parse_precision(batchfit_ctx *ctx, const char *text, const char *what,
+                             batchfit_precision *out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(ctx, batchfit__parse_precision(text, what, out, err, sizeof err),
+                               err);
+}
+
+int batchfit_parse_optimizer(batchfit_ctx *ctx, const char *text, const char *what,
+                             batchfit_optimizer *out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(ctx, batchfit__parse_optimizer(text, what, out, err, sizeof err),
+                               err);
 }

@@ -35,10 +35,64 @@ void batchfit__log(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt,
 /* Records the detail of a failure and returns code, so callers can write
  * `return batchfit__fail(ctx, CODE, "...")`. */
 int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...) BATCHFIT_PRINTF(3, 4);
+/* Records message as the failure's detail when code is not BATCHFIT_OK;
+ * returns code. */
+int batchfit__fail_with(batchfit_ctx *ctx, int code, const char *message);
 /* Copies src into dst of size bytes, truncating; always terminates. */
 void batchfit__copy(char *dst, size_t size, const char *src);
 /* snprintf into a caller's error buffer, tolerating NULL. */
 void batchfit__errf(char *err, size_t err_len, const char *fmt, ...) BATCHFIT_PRINTF(3, 4);
+
+/* Copies text into the result (freed with it) and points *field at it. */
+int batchfit__result_keep(batchfit_result *result, const char **field, const char *text);
+/* Copies a NULL-terminated argv into result->command. */
+int batchfit__result_keep_command(batchfit_result *result, const char *const *argv);
+
+/* clock.c: seconds on the monotonic clock. */
+double batchfit__now(void);
+
+/* rand.c: splitmix64, a small well-mixed generator (a seed reproduces a run). */
+uint64_t batchfit__splitmix64(uint64_t *state);
+
+/* buf.c: a growing string. Every append checks its room; a failed
+ * allocation marks the buffer failed and later appends do nothing, so a
+ * caller checks once at the end. */
+typedef struct batchfit__buf {
+    const batchfit_allocator *allocator;
+    char *data;   /* NUL-terminated when len > 0 */
+    size_t len;
+    size_t cap;
+    int failed;
+} batchfit__buf;
+void batchfit__buf_init(batchfit__buf *b, const batchfit_allocator *a);
+void batchfit__buf_printf(batchfit__buf *b, const char *fmt, ...) BATCHFIT_PRINTF(2, 3);
+void batchfit__buf_append(batchfit__buf *b, const char *data, size_t len);
+/* The text ("" when empty); NULL when an allocation failed. */
+const char *batchfit__buf_text(const batchfit__buf *b);
+void batchfit__buf_free(batchfit__buf *b);
+
+/* parse.c, estimate.c: the parsers with a caller's error buffer (err may be
+ * NULL), behind the public ones that report through the context. */
+int batchfit__parse_size(const char *text, const char *what, uint64_t *bytes_out, char *err,
+                         size_t err_len);
+int batchfit__parse_percent(const char *text, const char *what, double *fraction_out, char *err,
+                            size_t err_len);
+int batchfit__parse_requested_size(const char *text, const char *what, uint64_t *size_out,
+                                   char *err, size_t err_len);
+/* A positive whole number, at most max_value. */
+int batchfit__parse_count(const char *text, const char *what, uint64_t max_value,
+                          uint64_t *value_out, char *err, size_t err_len);
+int batchfit__resolve_vram_limit(const char *explicit_text, const char *flag_name,
+                                 uint64_t *bytes_out, const char **source_out, char *err,
+                                 size_t err_len);
+int batchfit__parse_strategy(const char *text, const char *what, batchfit_strategy *out,
+                             char *err, size_t err_len);
+int batchfit__parse_params(const char *text, const char *what, uint64_t *out, char *err,
+                           size_t err_len);
+int batchfit__parse_precision(const char *text, const char *what, batchfit_precision *out,
+                              char *err, size_t err_len);
+int batchfit__parse_optimizer(const char *text, const char *what, batchfit_optimizer *out,
+                              char *err, size_t err_len);
 
 /* result.c */
 batchfit_result *batchfit__result_new(batchfit_ctx *ctx);
@@ -97,6 +151,7 @@ typedef struct batchfit_device_ops {
 
 struct batchfit_device_s {
     batchfit_ctx *ctx;
+    char *spec;                     /* as opened, "auto" resolved */
     const batchfit_device_ops *ops;
     int available;
     char reason[BATCHFIT_ERRMSG_MAX];
@@ -105,10 +160,29 @@ struct batchfit_device_s {
     void *backend;
 };
 
+/* Holds bytes of the device's memory as ballast, so that what runs next (a
+ * trial in this process or a child process) sees only the rest; *held is
+ * what was held (0 where the device cannot hold memory for others, such as
+ * the host, where the watchdog keeps the budget instead). */
+int batchfit__device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held);
+void batchfit__device_release(batchfit_device *device);
+
+/* device_sim.c: simulated device memory for the sim step. alloc returns 0,
+ * or -1 when the device is out of memory (or is not a sim device). */
+int batchfit__sim_alloc(batchfit_device *device, uint64_t bytes);
+void batchfit__sim_free(batchfit_device *device, uint64_t bytes);
+/* Bytes a sim device has allocated for steps (ballast excluded). */
+uint64_t batchfit__sim_in_use(const batchfit_device *device);
+
 /* device_sim.c, device_host.c, device_cuda.c */
 int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *dev);
 int batchfit__host_open(batchfit_ctx *ctx, batchfit_device *dev);
 int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *dev);
+
+/* device_cuda.c: how many devices the CUDA driver shows (BATCHFIT_OK, or
+ * BATCHFIT_E_NO_DEVICE with why), and whether NVML loads (1, or 0 with why). */
+int batchfit__cuda_count(unsigned *count, char *why, size_t why_len);
+int batchfit__nvml_usable(char *why, size_t why_len);
 
 /* dl.c: binds a table of symbols (names newest first) into a struct of
  * function pointers; 0, or -1 with the first missing required name. */
@@ -223,6 +297,70 @@ int batchfit__parse_decimal(const char *text, double *out, const char **end);
 int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
                          batchfit_oracle_fn oracle, void *oracle_userdata,
                          batchfit_result *result);
+
+/* probe.c: settles result->budget from the device's free memory, the memory
+ * budget, the VRAM limit and the margin. */
+int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
+                            batchfit_device *device, batchfit_result *result);
+
+/* oom.c: out-of-memory signatures, POSIX extended regular expressions
+ * matched against each line a child prints; the built-in rows first. */
+typedef struct batchfit__oom_table_s batchfit__oom_table;
+int batchfit__oom_table_create(batchfit_ctx *ctx, batchfit__oom_table **out);
+/* A user pattern; BATCHFIT_E_PARSE if it does not compile (quoted). */
+int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex);
+void batchfit__oom_table_free(batchfit__oom_table *table);
+/* The source of the first row that matches the line, or NULL. */
+const char *batchfit__oom_match(const batchfit__oom_table *table, const char *line);
+/* The built-in rows, for documentation and tests: i from 0 while it
+ * returns 1. */
+int batchfit__oom_builtin(size_t i, const char **source, const char **pattern,
+                          const char **example);
+
+/* child.c: running a command once per trial. */
+typedef struct batchfit__runner_s batchfit__runner;
+typedef struct batchfit__runner_options {
+    const char *const *argv;
+    double timeout_seconds;
+    double kill_grace_seconds;
+    uint64_t budget_bytes;       /* the watchdog's threshold; 0 = no watchdog */
+    int watchdog;
+    int enforce;                 /* a hard cap of enforce_bytes (cgroup limit, else RLIMIT_AS) */
+    uint64_t enforce_bytes;
+    int crash_is_oom;
+    double sample_interval;      /* seconds */
+    const char *vram_limit_gb;   /* passed on as VRAM_LIMIT_GB when not NULL */
+    int show_output;
+    batchfit_cgroups cgroups;
+    const batchfit__oom_table *oom; /* NULL = the built-in table */
+    batchfit_device *device;     /* a GPU the trial uses (NULL: host memory) */
+} batchfit__runner_options;
+void batchfit__runner_options_init(batchfit__runner_options *opts);
+int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *opts,
+                            batchfit__runner **out);
+void batchfit__runner_free(batchfit__runner *runner);
+int batchfit__runner_has_placeholder(const batchfit__runner *runner);
+const char *batchfit__runner_mechanisms(const batchfit__runner *runner);
+/* Runs the command once at batch and classifies how it ended into *trial
+ * (trial->process filled). BATCHFIT_OK, BATCHFIT_E_ABORTED on an interrupt
+ * (the group is killed first), BATCHFIT_E_TRIAL_ERROR when the command
+ * could not be started (the cause in the last error), BATCHFIT_E_NO_MEMORY. */
+int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_trial *trial);
+/* The interrupt request of batchfit_interrupt(): pending, and consumed. */
+int batchfit__interrupt_pending(void);
+void batchfit__interrupt_clear(void);
+
+/* cache.c: the key is a hash of the whole material (never truncated). */
+void batchfit__cache_key(const char *material, size_t len, char out[40]);
+int batchfit__cache_store(batchfit_ctx *ctx, const char *dir, const batchfit_cache_entry *entry);
+/* Builds the key material of a probe: the device, what is probed (argv or
+ * the cache key) and every setting that changes the answer. */
+void batchfit__cache_material(batchfit__buf *b, const batchfit_options *opts,
+                              batchfit_device *device, const char *const *argv,
+                              const char *settings);
+
+/* json_write.c: the result's one JSON writer. */
+int batchfit__result_write_json(const batchfit_result *result, batchfit__buf *out);
 
 /* decide.c: fills min, bound, lattice of result from opts and warns. */
 int batchfit__decide_bounds(batchfit_ctx *ctx, const batchfit_options *opts, uint64_t step_min,

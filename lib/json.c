@@ -232,7 +232,7 @@ int batchfit__json_requested(const char *text, size_t len, const char *what, uin
         return BATCHFIT_OK;
     case 's':
     case 'n':
-        return batchfit_parse_requested_size(value, name, out, err, err_len);
+        return batchfit__parse_requested_size(value, name, out, err, err_len);
     }
     batchfit__errf(err, err_len,
                    "%s: invalid value %s: expected a positive integer, 0, \"none\", null or "
@@ -241,17 +241,18 @@ int batchfit__json_requested(const char *text, size_t len, const char *what, uin
     return BATCHFIT_E_PARSE;
 }
 
-int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path, uint64_t *requested_out,
-                                  char *err, size_t err_len)
+int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path, uint64_t *requested_out)
 {
-    if (!ctx || !path || !requested_out) {
-        batchfit__errf(err, err_len, "hyperparameters: no file given");
+    if (!path || !requested_out)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "hyperparameters: no file given");
+    if (!ctx)
         return BATCHFIT_E_INVALID_ARGUMENT;
-    }
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    size_t err_len = sizeof err;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        batchfit__errf(err, err_len, "--hyperparameters %s: %s", path, strerror(errno));
-        return BATCHFIT_E_PARSE;
+        return batchfit__fail(ctx, BATCHFIT_E_PARSE, "--hyperparameters %s: %s", path,
+                              strerror(errno));
     }
     char *text = NULL;
     size_t len = 0, cap = 0;
@@ -290,5 +291,5 @@ int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path, uint64_t 
         rc = batchfit__json_requested(text ? text : "", len, what, requested_out, err, err_len);
     }
     batchfit__free(&ctx->allocator, text);
-    return rc;
+    return batchfit__fail_with(ctx, rc, err);
 }

@@ -36,6 +36,11 @@ int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...)
     return code;
 }
 
+int batchfit__fail_with(batchfit_ctx *ctx, int code, const char *message)
+{
+    return code ? batchfit__fail(ctx, code, "%s", message) : code;
+}
+
 void batchfit__copy(char *dst, size_t size, const char *src)
 {
     if (size == 0)

@@ -50,14 +50,14 @@ static const oom_row builtin_rows[] = {
 #define BUILTIN_COUNT (sizeof builtin_rows / sizeof builtin_rows[0])
 #define USER_MAX 32
 
-struct batchfit_oom_table_s {
+struct batchfit__oom_table_s {
     batchfit_ctx *ctx;
     regex_t compiled[BUILTIN_COUNT + USER_MAX];
     char sources[BUILTIN_COUNT + USER_MAX][96];
     size_t count;
 };
 
-int batchfit_oom_builtin(size_t i, const char **source, const char **pattern, const char **example)
+int batchfit__oom_builtin(size_t i, const char **source, const char **pattern, const char **example)
 {
     if (i >= BUILTIN_COUNT)
         return 0;
@@ -70,7 +70,7 @@ int batchfit_oom_builtin(size_t i, const char **source, const char **pattern, co
     return 1;
 }
 
-void batchfit_oom_table_free(batchfit_oom_table *table)
+void batchfit__oom_table_free(batchfit__oom_table *table)
 {
     if (!table)
         return;
@@ -79,18 +79,18 @@ void batchfit_oom_table_free(batchfit_oom_table *table)
     batchfit__free(&table->ctx->allocator, table);
 }
 
-int batchfit_oom_table_create(batchfit_ctx *ctx, batchfit_oom_table **out)
+int batchfit__oom_table_create(batchfit_ctx *ctx, batchfit__oom_table **out)
 {
     if (!ctx || !out)
         return BATCHFIT_E_INVALID_ARGUMENT;
     *out = NULL;
-    batchfit_oom_table *t = batchfit__calloc(&ctx->allocator, 1, sizeof *t);
+    batchfit__oom_table *t = batchfit__calloc(&ctx->allocator, 1, sizeof *t);
     if (!t)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating the OOM table");
     t->ctx = ctx;
     for (size_t i = 0; i < BUILTIN_COUNT; i++) {
         if (regcomp(&t->compiled[i], builtin_rows[i].pattern, REG_EXTENDED | REG_NOSUB) != 0) {
-            batchfit_oom_table_free(t);
+            batchfit__oom_table_free(t);
             return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY,
                                   "could not compile the built-in OOM pattern \"%s\"",
                                   builtin_rows[i].pattern);
@@ -102,7 +102,7 @@ int batchfit_oom_table_create(batchfit_ctx *ctx, batchfit_oom_table **out)
     return BATCHFIT_OK;
 }
 
-int batchfit_oom_table_add(batchfit_oom_table *table, const char *regex)
+int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex)
 {
     if (!table || !regex)
         return BATCHFIT_E_INVALID_ARGUMENT;
@@ -122,7 +122,7 @@ int batchfit_oom_table_add(batchfit_oom_table *table, const char *regex)
     return BATCHFIT_OK;
 }
 
-const char *batchfit_oom_match(const batchfit_oom_table *table, const char *line)
+const char *batchfit__oom_match(const batchfit__oom_table *table, const char *line)
 {
     if (!table || !line)
         return NULL;

@@ -87,7 +87,7 @@ static const unit size_units[] = {
     {"TB", UINT64_C(1000000000000)},
 };
 
-int batchfit_parse_size(const char *text, const char *what, uint64_t *bytes_out, char *err,
+int batchfit__parse_size(const char *text, const char *what, uint64_t *bytes_out, char *err,
                         size_t err_len)
 {
     const char *name = what ? what : "size";
@@ -170,7 +170,7 @@ void batchfit_format_bytes(double bytes, char *buf, size_t len)
     snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
 }
 
-int batchfit_parse_percent(const char *text, const char *what, double *fraction_out, char *err,
+int batchfit__parse_percent(const char *text, const char *what, double *fraction_out, char *err,
                            size_t err_len)
 {
     const char *name = what ? what : "percentage";
@@ -211,7 +211,7 @@ static int parse_whole(const char *text, uint64_t *out, int *overflow)
     return 0;
 }
 
-int batchfit_parse_requested_size(const char *text, const char *what, uint64_t *size_out,
+int batchfit__parse_requested_size(const char *text, const char *what, uint64_t *size_out,
                                   char *err, size_t err_len)
 {
     const char *name = what ? what : "max_batch_size";
@@ -244,7 +244,7 @@ int batchfit_parse_requested_size(const char *text, const char *what, uint64_t *
     return BATCHFIT_OK;
 }
 
-int batchfit_parse_count(const char *text, const char *what, uint64_t max_value,
+int batchfit__parse_count(const char *text, const char *what, uint64_t max_value,
                          uint64_t *value_out, char *err, size_t err_len)
 {
     const char *name = what ? what : "count";
@@ -311,7 +311,7 @@ static int parse_gib(const char *text, const char *source, uint64_t *bytes_out, 
     return BATCHFIT_OK;
 }
 
-int batchfit_resolve_vram_limit(const char *explicit_text, const char *flag_name,
+int batchfit__resolve_vram_limit(const char *explicit_text, const char *flag_name,
                                 uint64_t *bytes_out, const char **source_out, char *err,
                                 size_t err_len)
 {
@@ -353,7 +353,7 @@ const char *batchfit_strategy_name(batchfit_strategy strategy)
     return strategy_names[strategy];
 }
 
-int batchfit_parse_strategy(const char *text, const char *what, batchfit_strategy *out,
+int batchfit__parse_strategy(const char *text, const char *what, batchfit_strategy *out,
                             char *err, size_t err_len)
 {
     for (unsigned i = 0; text && i < sizeof strategy_names / sizeof strategy_names[0]; i++) {
@@ -367,4 +367,55 @@ int batchfit_parse_strategy(const char *text, const char *what, batchfit_strateg
                    "halving)",
                    what ? what : "strategy", text ? text : "");
     return BATCHFIT_E_PARSE;
+}
+
+/* The public parsers report through the context, like every other call. */
+int batchfit_parse_size(batchfit_ctx *ctx, const char *text, const char *what, uint64_t *bytes_out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(ctx, batchfit__parse_size(text, what, bytes_out, err, sizeof err),
+                               err);
+}
+
+int batchfit_parse_percent(batchfit_ctx *ctx, const char *text, const char *what,
+                           double *fraction_out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(
+        ctx, batchfit__parse_percent(text, what, fraction_out, err, sizeof err), err);
+}
+
+int batchfit_parse_requested_size(batchfit_ctx *ctx, const char *text, const char *what,
+                                  uint64_t *size_out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(
+        ctx, batchfit__parse_requested_size(text, what, size_out, err, sizeof err), err);
+}
+
+int batchfit_parse_count(batchfit_ctx *ctx, const char *text, const char *what, uint64_t max_value,
+                         uint64_t *value_out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(
+        ctx, batchfit__parse_count(text, what, max_value, value_out, err, sizeof err), err);
+}
+
+int batchfit_resolve_vram_limit(batchfit_ctx *ctx, const char *explicit_text,
+                                const char *flag_name, uint64_t *bytes_out,
+                                const char **source_out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(ctx,
+                               batchfit__resolve_vram_limit(explicit_text, flag_name, bytes_out,
+                                                            source_out, err, sizeof err),
+                               err);
+}
+
+int batchfit_parse_strategy(batchfit_ctx *ctx, const char *text, const char *what,
+                            batchfit_strategy *out)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    return batchfit__fail_with(ctx, batchfit__parse_strategy(text, what, out, err, sizeof err),
+                               err);
 }

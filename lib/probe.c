@@ -1,68 +1,23 @@
-/* The in-process probe: the step's lifecycle around the search. The library
- * owns the order - check the device, hold the margin, build the step, run
- * the search, release the step, free the margin - and release() runs
- * exactly once for every successful build(), on every path. */
+/* The probe: one orchestration for every kind of trial. The library owns
+ * the order - decide, check the device, settle the budget, look up the
+ * cache, hold the margin, set up the trial source (build the step, or
+ * prepare the command runner), search, tear the source down, free the
+ * margin, remember the answer - and every step that took something gives
+ * it back on every path. In-process steps and child commands are two trial
+ * sources behind it (probe_step.c, probe_command.c), not two copies. */
 #include "internal.h"
+#include "probe.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-typedef struct inproc {
-    batchfit_device *device;
-    const batchfit_step *step;
-    void *state;
-} inproc;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int inproc_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
-{
-    inproc *p = userdata;
-    const batchfit_device_ops *ops = p->device->ops;
-    batchfit_step_report report;
-    memset(&report, 0, sizeof report);
-    if (ops->peak_begin)
-        ops->peak_begin(p->device);
-    double start = now_seconds();
-    batchfit_outcome outcome = p->step->run(p->state, batch, &report);
-    trial->seconds = now_seconds() - start;
-    if (outcome != BATCHFIT_FITS && outcome != BATCHFIT_OOM && outcome != BATCHFIT_ERROR) {
-        snprintf(report.message, sizeof report.message, "run() returned unknown outcome %d",
-                 (int)outcome);
-        outcome = BATCHFIT_ERROR;
-    }
-    trial->outcome = outcome;
-    report.message[sizeof report.message - 1] = '\0';
-    memcpy(trial->message, report.message, sizeof trial->message);
-    /* The step's own measurement wins; otherwise the device's, when it can
-     * measure. After an OOM only the step can say what it needed. */
-    uint64_t peak;
-    if (report.peak_known && outcome != BATCHFIT_ERROR) {
-        trial->peak_known = 1;
-        trial->peak_bytes = report.peak_bytes;
-    } else if (outcome == BATCHFIT_FITS && ops->peak_end &&
-               ops->peak_end(p->device, &peak) == BATCHFIT_OK) {
-        trial->peak_known = 1;
-        trial->peak_bytes = peak;
-    }
-    if (outcome == BATCHFIT_OOM && p->step->on_oom)
-        p->step->on_oom(p->state, batch);
-    return 0;
-}
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
 {
     return a < b ? a : b;
 }
 
-/* With no usable device nothing is measured and the step is never built:
- * the size is the requested maximum, else the default, within the bounds. */
+/* With no usable device nothing is measured and nothing is built: the size
+ * is the requested maximum, else the default, within the bounds. */
 static int fallback(batchfit_ctx *ctx, const batchfit_options *opts, const char *why,
                     batchfit_result *result)
 {
@@ -93,32 +48,9 @@ static int fallback(batchfit_ctx *ctx, const batchfit_options *opts, const char 
                                  why, (unsigned long long)size, from);
 }
 
-static int settle_budget(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
-                         batchfit_result *result);
-
-static int check_step(batchfit_ctx *ctx, const batchfit_step *step)
-{
-    if (!step || step->struct_size != sizeof *step || !step->build || !step->run ||
-        !step->release)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "step: struct_size, build, run and release are required");
-    return BATCHFIT_OK;
-}
-
-int batchfit_settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
-                           batchfit_device *device, batchfit_result *result)
-{
-    if (!ctx || !result || !device)
-        return BATCHFIT_E_INVALID_ARGUMENT;
-    int rc = batchfit__check_options(ctx, opts);
-    if (rc)
-        return rc;
-    return settle_budget(ctx, opts, device, result);
-}
-
 /* Settles usable memory, margin and budget from the device's free memory. */
-static int settle_budget(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
-                         batchfit_result *result)
+int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
+                            batchfit_device *device, batchfit_result *result)
 {
     batchfit_budget *b = &result->budget;
     int rc = batchfit_device_memory(device, &b->total_bytes, &b->free_bytes);
@@ -157,66 +89,125 @@ static int settle_budget(batchfit_ctx *ctx, const batchfit_options *opts, batchf
     return BATCHFIT_OK;
 }
 
-/* Everything after the bounds are decided and a device is usable. */
-static int probe_device(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
-                        const batchfit_step *step, void *step_userdata, batchfit_result *result)
+/* Looks the probe up in the cache: a remembered answer becomes the search's
+ * hint (verified, never trusted). A damaged entry is a warning. */
+static int cache_lookup(batchfit_ctx *ctx, batchfit_options *opts, const trial_source *src,
+                        batchfit_device *device, batchfit_result *result, char *dir,
+                        size_t dir_len)
 {
-    int rc = settle_budget(ctx, opts, device, result);
+    char err[BATCHFIT_ERRMSG_MAX];
+    dir[0] = '\0';
+    if (!opts->cache)
+        return BATCHFIT_OK;
+    if (opts->cache_dir)
+        batchfit__copy(dir, dir_len, opts->cache_dir);
+    else if (batchfit_cache_dir(ctx, dir, dir_len) != BATCHFIT_OK)
+        return batchfit__result_warn(ctx, result, "cache off: %s", batchfit_ctx_last_error(ctx));
+    if (!opts->cache_key && !src->argv && !src->name) {
+        dir[0] = '\0';
+        return batchfit__result_warn(ctx, result,
+                                     "cache off: an in-process probe needs a cache_key (or a "
+                                     "named step) to tell its model apart");
+    }
+    batchfit__buf material;
+    batchfit__buf_init(&material, &ctx->allocator);
+    batchfit__cache_material(&material, opts, device, src->argv, src->settings);
+    if (!opts->cache_key && !src->argv)
+        batchfit__buf_printf(&material, "step %s\n", src->name);
+    const char *text = batchfit__buf_text(&material);
+    char key[40];
+    if (text)
+        batchfit__cache_key(text, material.len, key);
+    batchfit__buf_free(&material);
+    if (!text || batchfit__result_keep(result, &result->cache_key, key) != BATCHFIT_OK)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory building the cache key");
+    batchfit_cache_entry e;
+    int rc = batchfit_cache_load(ctx, dir, key, &e);
+    if (rc == BATCHFIT_OK) {
+        result->cache_hit = 1;
+        result->cache_remembered = e.batch_size;
+        opts->cached_batch = e.batch_size;
+        opts->cached_fit = e.fit;
+        batchfit__log(ctx, BATCHFIT_LOG_INFO, "cache: %s remembers batch size %llu; verifying it",
+                      key, (unsigned long long)e.batch_size);
+    } else if (rc != BATCHFIT_E_NOT_FOUND) {
+        snprintf(err, sizeof err, "%s", batchfit_ctx_last_error(ctx));
+        return batchfit__result_warn(ctx, result, "%s", err);
+    }
+    return BATCHFIT_OK;
+}
+
+static int cache_save(batchfit_ctx *ctx, const trial_source *src, const char *dir,
+                      batchfit_result *result)
+{
+    batchfit_cache_entry e;
+    memset(&e, 0, sizeof e);
+    batchfit__copy(e.key, sizeof e.key, result->cache_key);
+    e.batch_size = result->batch_size;
+    e.budget_bytes = result->budget.budget_bytes;
+    e.fit = result->fit;
+    /* A one-line summary for batchfit cache list, cut to the field. */
+    batchfit__buf d;
+    batchfit__buf_init(&d, &ctx->allocator);
+    batchfit__buf_printf(&d, "%s:", result->device_spec);
+    if (src->cache_key)
+        batchfit__buf_printf(&d, " %s", src->cache_key);
+    else if (src->argv)
+        for (size_t i = 0; src->argv[i]; i++)
+            batchfit__buf_printf(&d, " %s", src->argv[i]);
+    else
+        batchfit__buf_printf(&d, " step %s", src->name);
+    const char *text = batchfit__buf_text(&d);
+    batchfit__copy(e.description, sizeof e.description, text ? text : "");
+    batchfit__buf_free(&d);
+    if (batchfit__cache_store(ctx, dir, &e) != BATCHFIT_OK) {
+        char err[BATCHFIT_ERRMSG_MAX];
+        snprintf(err, sizeof err, "%s", batchfit_ctx_last_error(ctx));
+        return batchfit__result_warn(ctx, result, "%s", err);
+    }
+    return BATCHFIT_OK;
+}
+
+/* Everything after the bounds are decided and the device is usable. */
+static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *device,
+                        trial_source *src, batchfit_result *result)
+{
+    int rc = batchfit__settle_budget(ctx, opts, device, result);
     if (rc)
         return rc;
+    char dir[4096];
+    rc = cache_lookup(ctx, opts, src, device, result, dir, sizeof dir);
+    if (rc)
+        return rc;
+    /* Ballast makes the budget real: what runs sees exactly budget_bytes. */
     batchfit_budget *b = &result->budget;
-    /* Ballast makes the budget real: the step sees exactly budget_bytes free. */
-    uint64_t ballast = b->free_bytes - b->budget_bytes;
-    if (ballast && device->ops->hold) {
-        rc = device->ops->hold(device, ballast);
-        if (rc)
-            return rc;
-        b->held_bytes = ballast;
+    rc = batchfit__device_hold(device, b->free_bytes - b->budget_bytes, &b->held_bytes);
+    if (rc)
+        return rc;
+    rc = src->begin(src, ctx, device, result);
+    if (rc == BATCHFIT_OK) {
+        rc = batchfit__search_run(ctx, opts, src->trial, src, result);
+        src->end(src);
     }
-    inproc p = {device, step, NULL};
-    char msg[BATCHFIT_MESSAGE_MAX] = "";
-    uint64_t before = 0, after = 0;
-    int usage_known = device->ops->usage && device->ops->usage(device, &before) == BATCHFIT_OK;
-    batchfit_outcome built = step->build(step_userdata, device, &p.state, msg, sizeof msg);
-    if (built == BATCHFIT_FITS) {
-        /* What the built step holds before any trial (weights, optimizer
-         * state) is the intercept of its memory curve. */
-        if (usage_known && device->ops->usage(device, &after) == BATCHFIT_OK && after >= before) {
-            result->baseline_known = 1;
-            result->baseline_bytes = after - before;
-        }
-        rc = batchfit__search_run(ctx, opts, inproc_trial, &p, result);
-        step->release(p.state);
-    } else if (built == BATCHFIT_OOM) {
-        rc = batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
-                            "the step could not even be built within the budget: %s; try a "
-                            "smaller model, lower precision, a smaller margin or a larger device",
-                            msg[0] ? msg : "out of memory");
-    } else {
-        rc = batchfit__fail(ctx, BATCHFIT_E_TRIAL_ERROR, "building the step failed: %s",
-                            msg[0] ? msg : "(no message)");
-    }
-    if (b->held_bytes && device->ops->release_hold)
-        device->ops->release_hold(device);
+    if (b->held_bytes)
+        batchfit__device_release(device);
+    if (rc == BATCHFIT_OK && dir[0] && result->source == BATCHFIT_SOURCE_MEASURED)
+        rc = cache_save(ctx, src, dir, result);
     return rc;
 }
 
-int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
-                   const batchfit_step *step, void *step_userdata, batchfit_result **out)
+static int run(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *device,
+               trial_source *src, batchfit_result *result)
 {
-    if (!ctx || !out)
-        return BATCHFIT_E_INVALID_ARGUMENT;
-    *out = NULL;
-    int rc = batchfit__check_options(ctx, opts);
-    if (rc == BATCHFIT_OK)
-        rc = check_step(ctx, step);
-    if (rc)
-        return rc;
-    batchfit_result *result = batchfit__result_new(ctx);
-    if (!result)
-        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory allocating a result");
-    *out = result;
-    rc = batchfit__decide_bounds(ctx, opts, step->min_batch, result);
+    result->requested_max = opts->requested_max;
+    result->memory_budget_bytes = opts->memory_budget_bytes;
+    result->first_guess = opts->first_guess;
+    result->vram_limit_source =
+        opts->vram_limit_bytes ? (opts->vram_limit_source ? opts->vram_limit_source : "options")
+                               : "none";
+    if (src->argv && batchfit__result_keep_command(result, src->argv) != BATCHFIT_OK)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording the command");
+    int rc = batchfit__decide_bounds(ctx, opts, src->step_min, result);
     if (rc)
         return rc;
     const char *why = NULL;
@@ -225,5 +216,29 @@ int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_dev
             return batchfit__fail(ctx, BATCHFIT_E_NO_DEVICE, "no usable device: %s", why);
         return fallback(ctx, opts, why, result);
     }
-    return probe_device(ctx, opts, device, step, step_userdata, result);
+    result->device.struct_size = sizeof result->device;
+    batchfit_device_describe(device, &result->device);
+    if (batchfit__result_keep(result, &result->device_spec, batchfit_device_spec(device)))
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording the device");
+    return probe_device(ctx, opts, device, src, result);
+}
+
+int batchfit__probe_run(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
+                        trial_source *src, batchfit_result **out)
+{
+    batchfit_options local = *opts;
+    batchfit_result *result = batchfit__result_new(ctx);
+    if (!result)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory allocating a result");
+    *out = result;
+    int rc = run(ctx, &local, device, src, result);
+    /* An interrupt is consumed by the probe it stopped. */
+    if (rc == BATCHFIT_E_ABORTED && batchfit__interrupt_pending()) {
+        result->interrupted = 1;
+        batchfit__interrupt_clear();
+    }
+    result->status = rc;
+    if (rc && batchfit__result_keep(result, &result->error, batchfit_ctx_last_error(ctx)))
+        result->error = NULL;
+    return rc;
 }

@@ -64,7 +64,7 @@ int batchfit_recover_create(batchfit_ctx *ctx, const batchfit_recover_options *o
     if (!ctx || !out)
         return BATCHFIT_E_INVALID_ARGUMENT;
     *out = NULL;
-    if (!opts || opts->struct_size != sizeof *opts)
+    if (!opts || opts->struct_size < sizeof *opts)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "recover: options not initialised with batchfit_recover_options_init()");
     if (opts->global_batch == 0 || opts->micro_batch == 0)

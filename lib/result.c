@@ -12,6 +12,10 @@ typedef struct result_impl {
     size_t trial_cap;
     char **warnings;
     size_t warning_cap;
+    char **owned;        /* the report's strings: error, spec, command, ... */
+    size_t owned_count;
+    size_t owned_cap;
+    char *json;
 } result_impl;
 
 batchfit_result *batchfit__result_new(batchfit_ctx *ctx)
@@ -34,6 +38,11 @@ void batchfit_result_free(batchfit_result *result)
     for (size_t i = 0; i < r->pub.warning_count; i++)
         batchfit__free(&a, r->warnings[i]);
     batchfit__free(&a, r->warnings);
+    for (size_t i = 0; i < r->owned_count; i++)
+        batchfit__free(&a, r->owned[i]);
+    batchfit__free(&a, r->owned);
+    batchfit__free(&a, (void *)r->pub.command);
+    batchfit__free(&a, r->json);
     batchfit__free(&a, r->trials);
     batchfit__free(&a, r);
 }
@@ -87,5 +96,57 @@ int batchfit__result_warn(batchfit_ctx *ctx, batchfit_result *result, const char
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording a warning");
     r->warnings[r->pub.warning_count++] = copy;
     r->pub.warnings = (const char *const *)r->warnings;
+    return BATCHFIT_OK;
+}
+
+int batchfit__result_keep(batchfit_result *result, const char **field, const char *text)
+{
+    result_impl *r = (result_impl *)result;
+    void *array = r->owned;
+    if (grow(&r->allocator, &array, &r->owned_cap, r->owned_count + 1, sizeof(char *)))
+        return BATCHFIT_E_NO_MEMORY;
+    r->owned = array;
+    char *copy = batchfit__strdup(&r->allocator, text);
+    if (!copy)
+        return BATCHFIT_E_NO_MEMORY;
+    r->owned[r->owned_count++] = copy;
+    *field = copy;
+    return BATCHFIT_OK;
+}
+
+int batchfit__result_keep_command(batchfit_result *result, const char *const *argv)
+{
+    result_impl *r = (result_impl *)result;
+    size_t argc = 0;
+    while (argv[argc])
+        argc++;
+    const char **copy = batchfit__calloc(&r->allocator, argc + 1, sizeof *copy);
+    if (!copy)
+        return BATCHFIT_E_NO_MEMORY;
+    r->pub.command = copy;
+    for (size_t i = 0; i < argc; i++) {
+        if (batchfit__result_keep(result, &copy[i], argv[i]) != BATCHFIT_OK)
+            return BATCHFIT_E_NO_MEMORY;
+        r->pub.command_argc = i + 1;
+    }
+    return BATCHFIT_OK;
+}
+
+int batchfit_result_json(batchfit_ctx *ctx, const batchfit_result *result, const char **json_out)
+{
+    if (!result || !json_out)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "result json: no result given");
+    *json_out = NULL;
+    /* The text is a cache of the result's state, owned by it. */
+    result_impl *r = (result_impl *)(uintptr_t)result;
+    batchfit__buf b;
+    batchfit__buf_init(&b, &r->allocator);
+    if (batchfit__result_write_json(result, &b) != BATCHFIT_OK) {
+        batchfit__buf_free(&b);
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory writing the JSON");
+    }
+    batchfit__free(&r->allocator, r->json);
+    r->json = b.data;
+    *json_out = r->json;
     return BATCHFIT_OK;
 }

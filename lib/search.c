@@ -69,7 +69,13 @@ static int run_trial(search *s, int64_t i)
     batchfit_trial t;
     memset(&t, 0, sizeof t);
     t.batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
-    if (s->oracle(s->oracle_userdata, t.batch, &t) != 0)
+    int orc = s->oracle(s->oracle_userdata, t.batch, &t);
+    /* A trial that did not run is never an outcome: a code ends the search
+     * with the oracle's own message, anything else nonzero aborts it. */
+    if (orc >= BATCHFIT_E_INVALID_ARGUMENT && orc <= BATCHFIT_E_NOT_FOUND &&
+        orc != BATCHFIT_E_ABORTED)
+        return orc;
+    if (orc != 0)
         return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED, "the trial at batch size %llu was aborted",
                               (unsigned long long)t.batch);
     t.batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
@@ -97,7 +103,9 @@ static int run_trial(search *s, int64_t i)
         s->hi = i;
         s->hi_need = t.peak_known ? (double)t.peak_bytes : 0.0;
     }
-    if (s->opts->progress && s->opts->progress(&t, s->opts->progress_userdata) != 0)
+    if (s->opts->progress &&
+        s->opts->progress(s->result, &s->result->trials[s->result->trial_count - 1],
+                          s->opts->progress_userdata) != 0)
         return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED,
                               "the progress callback stopped the search after batch size %llu",
                               (unsigned long long)t.batch);

@@ -17,30 +17,6 @@ static void usage(FILE *f)
             "`batchfit probe --help` lists the probe's options.\n");
 }
 
-int cli_exit_code(int code, int interrupted)
-{
-    if (interrupted)
-        return EXIT_INTERRUPTED;
-    switch (code) {
-    case BATCHFIT_OK:
-        return EXIT_FOUND;
-    case BATCHFIT_E_INVALID_ARGUMENT:
-    case BATCHFIT_E_PARSE:
-        return EXIT_USAGE;
-    case BATCHFIT_E_MIN_DOES_NOT_FIT:
-    case BATCHFIT_E_TRIAL_LIMIT:
-        return EXIT_MIN_DOES_NOT_FIT;
-    case BATCHFIT_E_TRIAL_ERROR:
-        return EXIT_TRIAL_ERROR;
-    case BATCHFIT_E_NO_DEVICE:
-    case BATCHFIT_E_DEVICE:
-        return EXIT_NO_DEVICE;
-    case BATCHFIT_E_ABORTED:
-        return EXIT_INTERRUPTED;
-    }
-    return EXIT_INTERNAL;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {

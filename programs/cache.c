@@ -13,53 +13,69 @@ static void print_entry(const batchfit_cache_entry *e, void *userdata)
            budget, e->description);
 }
 
-int cli_cache(int argc, char **argv)
+static int show(batchfit_ctx *ctx, const char *dir, const char *key)
 {
-    char dir[4096], err[512];
-    if (batchfit_cache_dir(dir, sizeof dir, err, sizeof err) != BATCHFIT_OK) {
-        fprintf(stderr, "batchfit cache: %s\n", err);
+    batchfit_cache_entry e;
+    int rc = batchfit_cache_load(ctx, dir, key, &e);
+    if (rc == BATCHFIT_E_NOT_FOUND) {
+        fprintf(stderr, "batchfit cache: no entry %s in %s (see batchfit cache list)\n", key, dir);
+        return EXIT_USAGE;
+    }
+    if (rc) {
+        fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
+        return EXIT_USAGE;
+    }
+    printf("key          %s\nbatch_size   %llu\nbudget_bytes %llu\nversion      %s\n", e.key,
+           (unsigned long long)e.batch_size, (unsigned long long)e.budget_bytes, e.version);
+    if (e.fit.valid)
+        printf("fit          %.0f bytes + %.0f bytes per sample\n", e.fit.intercept_bytes,
+               e.fit.bytes_per_sample);
+    time_t t = (time_t)e.created;
+    char when[64] = "";
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
+    printf("created      %s\nprobe        %s\n", when, e.description);
+    return EXIT_FOUND;
+}
+
+static int run(batchfit_ctx *ctx, int argc, char **argv)
+{
+    char dir[4096];
+    if (batchfit_cache_dir(ctx, dir, sizeof dir) != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
         return EXIT_USAGE;
     }
     const char *what = argc > 1 ? argv[1] : "";
+    size_t n = 0;
     if (strcmp(what, "list") == 0 && argc == 2) {
-        int n = batchfit_cache_list(dir, print_entry, NULL);
-        if (n < 0) {
-            fprintf(stderr, "batchfit cache: cannot read %s\n", dir);
+        if (batchfit_cache_list(ctx, dir, print_entry, NULL, &n) != BATCHFIT_OK) {
+            fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
             return EXIT_USAGE;
         }
-        fprintf(stderr, "%d entr%s in %s\n", n, n == 1 ? "y" : "ies", dir);
+        fprintf(stderr, "%zu entr%s in %s\n", n, n == 1 ? "y" : "ies", dir);
         return EXIT_FOUND;
     }
-    if (strcmp(what, "show") == 0 && argc == 3) {
-        batchfit_cache_entry e;
-        int found = batchfit_cache_load(dir, argv[2], &e, err, sizeof err);
-        if (found != 1) {
-            fprintf(stderr, "batchfit cache: %s\n",
-                    found == 0 ? "no such entry (see batchfit cache list)" : err);
-            return EXIT_USAGE;
-        }
-        printf("key          %s\nbatch_size   %llu\nbudget_bytes %llu\nversion      %s\n", e.key,
-               (unsigned long long)e.batch_size, (unsigned long long)e.budget_bytes, e.version);
-        if (e.fit.valid)
-            printf("fit          %.0f bytes + %.0f bytes per sample\n", e.fit.intercept_bytes,
-                   e.fit.bytes_per_sample);
-        time_t t = (time_t)e.created;
-        char when[64] = "";
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
-        printf("created      %s\nprobe        %s\n", when, e.description);
-        return EXIT_FOUND;
-    }
+    if (strcmp(what, "show") == 0 && argc == 3)
+        return show(ctx, dir, argv[2]);
     if (strcmp(what, "clear") == 0 && argc == 2) {
-        int n = batchfit_cache_clear(dir, err, sizeof err);
-        if (n < 0) {
-            fprintf(stderr, "batchfit cache: %s\n", err);
+        if (batchfit_cache_clear(ctx, dir, &n) != BATCHFIT_OK) {
+            fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
             return EXIT_USAGE;
         }
-        printf("removed %d entr%s from %s\n", n, n == 1 ? "y" : "ies", dir);
+        printf("removed %zu entr%s from %s\n", n, n == 1 ? "y" : "ies", dir);
         return EXIT_FOUND;
     }
     fprintf(stderr, "usage: batchfit cache list | show KEY | clear\n"
                     "(the cache lives in $BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit, "
                     "else ~/.cache/batchfit)\n");
     return strcmp(what, "--help") == 0 || strcmp(what, "-h") == 0 ? EXIT_FOUND : EXIT_USAGE;
+}
+
+int cli_cache(int argc, char **argv)
+{
+    batchfit_ctx *ctx = NULL;
+    if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
+        return EXIT_INTERNAL;
+    int rc = run(ctx, argc, argv);
+    batchfit_ctx_free(ctx);
+    return rc;
 }

@@ -5,6 +5,7 @@
 
 #include <batchfit.h>
 
+#include <signal.h>
 #include <stdio.h>
 
 /* Exit codes (DESIGN.md). */
@@ -22,9 +23,6 @@ int cli_probe(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_estimate(int argc, char **argv);
 int cli_cache(int argc, char **argv);
-
-/* Maps a library code to the CLI's exit code. */
-int cli_exit_code(int code, int interrupted);
 
 
 /* A JSON writer over a FILE: it places commas and escapes strings. */

@@ -30,20 +30,20 @@ static int bad(const char *message)
     return EXIT_USAGE;
 }
 
-static int parse_unsigned(const char *flag, const char *text, unsigned *out)
+static int parse_unsigned(batchfit_ctx *ctx, const char *flag, const char *text, unsigned *out)
 {
     uint64_t v;
-    char err[512];
-    if (batchfit_parse_count(text, flag, 1u << 30, &v, err, sizeof err) != BATCHFIT_OK)
-        return bad(err);
+    if (batchfit_parse_count(ctx, text, flag, 1u << 30, &v) != BATCHFIT_OK)
+        return bad(batchfit_ctx_last_error(ctx));
     *out = (unsigned)v;
     return 0;
 }
 
-int cli_estimate(int argc, char **argv)
+/* Returns -1 to go on, or an exit code. */
+static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimate_input *out,
+                      const char **device_out, int *json_out)
 {
-    batchfit_estimate_input in;
-    batchfit_estimate_input_init(&in);
+    batchfit_estimate_input in = *out;
     const char *device = NULL;
     int json = 0;
     char err[512];
@@ -65,36 +65,35 @@ int cli_estimate(int argc, char **argv)
             snprintf(err, sizeof err, "%s needs a value (see batchfit estimate --help)", a);
             return bad(err);
         } else if (strcmp(a, "--params") == 0) {
-            if (batchfit_parse_params(v, "--params", &in.params, err, sizeof err))
-                return bad(err);
+            if (batchfit_parse_params(ctx, v, "--params", &in.params))
+                return bad(batchfit_ctx_last_error(ctx));
         } else if (strcmp(a, "--precision") == 0) {
-            if (batchfit_parse_precision(v, "--precision", &in.precision, err, sizeof err))
-                return bad(err);
+            if (batchfit_parse_precision(ctx, v, "--precision", &in.precision))
+                return bad(batchfit_ctx_last_error(ctx));
         } else if (strcmp(a, "--optimizer") == 0) {
-            if (batchfit_parse_optimizer(v, "--optimizer", &in.optimizer, err, sizeof err))
-                return bad(err);
+            if (batchfit_parse_optimizer(ctx, v, "--optimizer", &in.optimizer))
+                return bad(batchfit_ctx_last_error(ctx));
         } else if (strcmp(a, "--activation-bytes") == 0) {
-            if (batchfit_parse_size(v, "--activation-bytes", &in.activation_bytes_per_sample, err,
-                                    sizeof err))
-                return bad(err);
+            if (batchfit_parse_size(ctx, v, "--activation-bytes", &in.activation_bytes_per_sample))
+                return bad(batchfit_ctx_last_error(ctx));
         } else if (strcmp(a, "--layers") == 0) {
-            rc = parse_unsigned(a, v, &in.layers);
+            rc = parse_unsigned(ctx, a, v, &in.layers);
         } else if (strcmp(a, "--hidden") == 0) {
-            rc = parse_unsigned(a, v, &in.hidden);
+            rc = parse_unsigned(ctx, a, v, &in.hidden);
         } else if (strcmp(a, "--heads") == 0) {
-            rc = parse_unsigned(a, v, &in.heads);
+            rc = parse_unsigned(ctx, a, v, &in.heads);
         } else if (strcmp(a, "--seq") == 0) {
-            rc = parse_unsigned(a, v, &in.seq);
+            rc = parse_unsigned(ctx, a, v, &in.seq);
         } else if (strcmp(a, "--vocab") == 0) {
-            rc = parse_unsigned(a, v, &in.vocab);
+            rc = parse_unsigned(ctx, a, v, &in.vocab);
         } else if (strcmp(a, "--device-memory") == 0) {
-            if (batchfit_parse_size(v, "--device-memory", &in.device_bytes, err, sizeof err))
-                return bad(err);
+            if (batchfit_parse_size(ctx, v, "--device-memory", &in.device_bytes))
+                return bad(batchfit_ctx_last_error(ctx));
         } else if (strcmp(a, "--device") == 0) {
             device = v;
         } else if (strcmp(a, "--margin") == 0) {
-            if (batchfit_parse_percent(v, "--margin", &in.margin_fraction, err, sizeof err))
-                return bad(err);
+            if (batchfit_parse_percent(ctx, v, "--margin", &in.margin_fraction))
+                return bad(batchfit_ctx_last_error(ctx));
             if (in.margin_fraction >= 1.0)
                 return bad("--margin: a margin of 100% leaves nothing");
         } else {
@@ -105,16 +104,20 @@ int cli_estimate(int argc, char **argv)
             return rc;
         i += takes;
     }
-    batchfit_ctx *ctx = NULL;
-    if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
-        return EXIT_INTERNAL;
+    *out = in;
+    *device_out = device;
+    *json_out = json;
+    return -1;
+}
+
+static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device, int json)
+{
     if (device && !in.device_bytes) {
         batchfit_device *d = NULL;
         uint64_t total = 0, free_bytes = 0;
         const char *why = "";
         if (batchfit_device_open(ctx, device, &d) != BATCHFIT_OK) {
             fprintf(stderr, "batchfit estimate: --device: %s\n", batchfit_ctx_last_error(ctx));
-            batchfit_ctx_free(ctx);
             return EXIT_USAGE;
         }
         if (!batchfit_device_available(d, &why) ||
@@ -122,7 +125,6 @@ int cli_estimate(int argc, char **argv)
             fprintf(stderr, "batchfit estimate: no usable device: --device %s: %s\n", device,
                     why[0] ? why : batchfit_ctx_last_error(ctx));
             batchfit_device_free(d);
-            batchfit_ctx_free(ctx);
             return EXIT_NO_DEVICE;
         }
         in.device_bytes = total;
@@ -132,7 +134,6 @@ int cli_estimate(int argc, char **argv)
     int rc = batchfit_estimate_memory(ctx, &in, &e);
     if (rc) {
         fprintf(stderr, "batchfit estimate: %s\n", batchfit_ctx_last_error(ctx));
-        batchfit_ctx_free(ctx);
         return EXIT_USAGE;
     }
     if (json) {
@@ -170,6 +171,21 @@ int cli_estimate(int argc, char **argv)
             printf("max_batch=%llu\n", (unsigned long long)e.max_batch);
         }
     }
-    batchfit_ctx_free(ctx);
     return in.device_bytes && e.max_batch == 0 ? EXIT_MIN_DOES_NOT_FIT : EXIT_FOUND;
+}
+
+int cli_estimate(int argc, char **argv)
+{
+    batchfit_ctx *ctx = NULL;
+    if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
+        return EXIT_INTERNAL;
+    batchfit_estimate_input in;
+    batchfit_estimate_input_init(&in);
+    const char *device = NULL;
+    int json = 0;
+    int rc = parse_args(ctx, argc, argv, &in, &device, &json);
+    if (rc < 0)
+        rc = run(ctx, in, device, json);
+    batchfit_ctx_free(ctx);
+    return rc;
 }

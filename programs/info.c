@@ -29,27 +29,27 @@ int cli_info(int argc, char **argv)
         }
     }
     batchfit_ctx *ctx = NULL;
+    batchfit_device_list *list = NULL;
     if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
         return EXIT_INTERNAL;
-    char cuda_why[256] = "", nvml_why[256] = "";
-    unsigned gpus = 0;
-    int cuda_ok = batchfit_cuda_device_count(ctx, &gpus, cuda_why, sizeof cuda_why) == BATCHFIT_OK;
-    int nvml_ok = batchfit_nvml_available(nvml_why, sizeof nvml_why);
-    if (gpus > MAX_GPUS)
-        gpus = MAX_GPUS;
-    batchfit_device *gpu[MAX_GPUS] = {NULL};
-    for (unsigned i = 0; i < gpus; i++) {
-        char spec[32];
-        snprintf(spec, sizeof spec, "cuda:%u", i);
-        if (batchfit_device_open(ctx, spec, &gpu[i]) != BATCHFIT_OK)
-            gpu[i] = NULL;
+    if (batchfit_device_list_create(ctx, &list) != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit info: %s\n", batchfit_ctx_last_error(ctx));
+        batchfit_ctx_free(ctx);
+        return EXIT_INTERNAL;
     }
+    size_t gpus = 0;
+    while (gpus < list->device_count && gpus < MAX_GPUS &&
+           strncmp(list->specs[gpus], "cuda:", 5) == 0)
+        gpus++;
+    batchfit_device *gpu[MAX_GPUS] = {NULL};
+    for (size_t i = 0; i < gpus; i++)
+        if (batchfit_device_open(ctx, list->specs[i], &gpu[i]) != BATCHFIT_OK)
+            gpu[i] = NULL;
+    const batchfit_backend_status *cuda = &list->backends[0], *host_backend = &list->backends[2];
     batchfit_device *host = NULL;
-    batchfit_device_open(ctx, "host", &host);
-    const char *auto_pick = gpus && gpu[0] && batchfit_device_available(gpu[0], NULL) ? "cuda:0"
-                                                                                     : "host";
     uint64_t host_total = 0, host_free = 0;
-    int host_ok = host && batchfit_device_available(host, NULL) &&
+    int host_ok = host_backend->available &&
+                  batchfit_device_open(ctx, "host", &host) == BATCHFIT_OK &&
                   batchfit_device_memory(host, &host_total, &host_free) == BATCHFIT_OK;
     if (json) {
         json_writer w;
@@ -58,24 +58,17 @@ int cli_info(int argc, char **argv)
         jw_u64(&w, "schema_version", 1);
         jw_string(&w, "batchfit_version", batchfit_version_string());
         jw_array(&w, "backends");
-        const struct {
-            const char *name;
-            int ok;
-            const char *why;
-        } rows[] = {{"cuda", cuda_ok && gpus > 0, cuda_ok ? (gpus ? NULL : cuda_why) : cuda_why},
-                    {"nvml", nvml_ok, nvml_ok ? NULL : nvml_why},
-                    {"host", host_ok, host_ok ? NULL : "cannot read /proc/meminfo"},
-                    {"sim", 1, NULL}};
-        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        for (size_t i = 0; i < list->backend_count; i++) {
+            const batchfit_backend_status *row = &list->backends[i];
             jw_object(&w, NULL);
-            jw_string(&w, "name", rows[i].name);
-            jw_bool(&w, "available", rows[i].ok);
-            jw_string(&w, "reason", rows[i].ok ? NULL : rows[i].why);
+            jw_string(&w, "name", row->name);
+            jw_bool(&w, "available", row->available);
+            jw_string(&w, "reason", row->available ? NULL : row->reason);
             jw_end_object(&w);
         }
         jw_end_array(&w);
         jw_array(&w, "devices");
-        for (unsigned i = 0; i < gpus; i++) {
+        for (size_t i = 0; i < gpus; i++) {
             batchfit_device_info info;
             memset(&info, 0, sizeof info);
             info.struct_size = sizeof info;
@@ -85,9 +78,7 @@ int cli_info(int argc, char **argv)
             int mem = info.available &&
                       batchfit_device_memory(gpu[i], &total, &free_bytes) == BATCHFIT_OK;
             jw_object(&w, NULL);
-            char spec[32];
-            snprintf(spec, sizeof spec, "cuda:%u", i);
-            jw_string(&w, "spec", spec);
+            jw_string(&w, "spec", list->specs[i]);
             jw_u64(&w, "index", i);
             jw_string(&w, "name", info.name);
             jw_string(&w, "uuid", info.uuid[0] ? info.uuid : NULL);
@@ -114,32 +105,33 @@ int cli_info(int argc, char **argv)
             jw_end_object(&w);
         }
         jw_end_array(&w);
-        jw_string(&w, "auto", auto_pick);
+        jw_string(&w, "auto", list->auto_spec);
         jw_end_object(&w);
     } else {
         printf("batchfit %s\n\nbackends:\n", batchfit_version_string());
-        if (cuda_ok && gpus)
-            printf("  cuda  available: %u visible device%s\n", gpus, gpus == 1 ? "" : "s");
+        if (cuda->available)
+            printf("  cuda  available: %zu visible device%s\n", gpus, gpus == 1 ? "" : "s");
         else
-            printf("  cuda  unavailable: %s\n", cuda_why);
-        if (nvml_ok)
+            printf("  cuda  unavailable: %s\n", cuda->reason);
+        if (list->backends[1].available)
             printf("  nvml  available: per-process GPU memory\n");
         else
-            printf("  nvml  unavailable: %s\n", nvml_why);
+            printf("  nvml  unavailable: %s\n", list->backends[1].reason);
         if (host_ok)
             printf("  host  available: system RAM, for CPU training\n");
         else
-            printf("  host  unavailable: cannot read /proc/meminfo\n");
+            printf("  host  unavailable: %s\n", host_backend->reason[0] ? host_backend->reason
+                                                                      : "cannot read its memory");
         printf("  sim   available: a simulated device for tests, demos and benchmarks\n"
                "        use --device sim:capacity=SIZE,fixed=SIZE,per_sample=SIZE,...\n");
         printf("\ndevices:\n");
-        for (unsigned i = 0; i < gpus; i++) {
+        for (size_t i = 0; i < gpus; i++) {
             batchfit_device_info info;
             memset(&info, 0, sizeof info);
             info.struct_size = sizeof info;
             if (!gpu[i] || batchfit_device_describe(gpu[i], &info) != BATCHFIT_OK)
                 continue;
-            printf("  cuda:%u  %s  %s  %s\n", i, info.name, info.uuid[0] ? info.uuid : "-",
+            printf("  %s  %s  %s  %s\n", list->specs[i], info.name, info.uuid[0] ? info.uuid : "-",
                    info.pci_bus_id[0] ? info.pci_bus_id : "-");
             uint64_t total = 0, free_bytes = 0;
             if (!info.available)
@@ -151,11 +143,12 @@ int cli_info(int argc, char **argv)
         }
         if (host_ok)
             print_memory("  host    ", host_total, host_free);
-        printf("\n--device auto picks: %s\n", auto_pick);
+        printf("\n--device auto picks: %s\n", list->auto_spec);
     }
-    for (unsigned i = 0; i < gpus; i++)
+    for (size_t i = 0; i < gpus; i++)
         batchfit_device_free(gpu[i]);
     batchfit_device_free(host);
+    batchfit_device_list_free(list);
     batchfit_ctx_free(ctx);
     return EXIT_FOUND;
 }

@@ -4,6 +4,7 @@
 #define BATCHFIT_TEST_H
 
 #include "batchfit.h"
+#include "internal.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -10,10 +10,11 @@ TEST(cache_store_load_list_clear)
     snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cachelib/a/b", (long)getpid());
     batchfit_cache_entry e;
     memset(&e, 0, sizeof e);
-    batchfit_cache_key("device x\ncommand y\n", e.key);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit__cache_key("device x\ncommand y\n", 19, e.key);
     CHECK_EQ(strlen(e.key), 32);
     char other[40];
-    batchfit_cache_key("device x\ncommand z\n", other);
+    batchfit__cache_key("device x\ncommand z\n", 19, other);
     CHECK(strcmp(e.key, other) != 0);
     e.batch_size = 145;
     e.budget_bytes = 1000;
@@ -22,14 +23,13 @@ TEST(cache_store_load_list_clear)
     e.fit.bytes_per_sample = 2.25;
     e.fit.points = 3;
     snprintf(e.description, sizeof e.description, "cuda:0:\nnewlines flattened");
-    char err[512];
     batchfit_cache_entry got;
-    CHECK_EQ(batchfit_cache_load(dir, e.key, &got, err, sizeof err), 0);
-    CHECK_EQ(batchfit_cache_store(dir, &e, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit_cache_load(ctx, dir, e.key, &got), BATCHFIT_E_NOT_FOUND);
+    CHECK_EQ(batchfit__cache_store(ctx, dir, &e), BATCHFIT_OK);
     struct stat st;
     CHECK_EQ(stat(dir, &st), 0);
     CHECK_EQ(st.st_mode & 0777, 0700);
-    CHECK_EQ(batchfit_cache_load(dir, e.key, &got, err, sizeof err), 1);
+    CHECK_EQ(batchfit_cache_load(ctx, dir, e.key, &got), BATCHFIT_OK);
     CHECK_EQ(got.batch_size, 145);
     CHECK_EQ(got.budget_bytes, 1000);
     CHECK(got.fit.valid);
@@ -43,12 +43,16 @@ TEST(cache_store_load_list_clear)
     FILE *f = fopen(path, "w");
     fputs("{\"not\": \"ours\"}\n", f);
     fclose(f);
-    CHECK_EQ(batchfit_cache_load(dir, other, &got, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_CONTAINS(err, "not a batchfit cache file");
-    CHECK_EQ(batchfit_cache_load(dir, "../../etc/passwd", &got, err, sizeof err),
+    CHECK_EQ(batchfit_cache_load(ctx, dir, other, &got), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "not a batchfit cache file");
+    CHECK_EQ(batchfit_cache_load(ctx, dir, "../../etc/passwd", &got),
              BATCHFIT_E_INVALID_ARGUMENT);
-    CHECK_EQ(batchfit_cache_clear(dir, err, sizeof err), 2);
-    CHECK_EQ(batchfit_cache_load(dir, e.key, &got, err, sizeof err), 0);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "invalid key");
+    size_t n = 0;
+    CHECK_EQ(batchfit_cache_clear(ctx, dir, &n), BATCHFIT_OK);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(batchfit_cache_load(ctx, dir, e.key, &got), BATCHFIT_E_NOT_FOUND);
+    batchfit_ctx_free(ctx);
     char lock[300];
     snprintf(lock, sizeof lock, "%s/.lock", dir);
     unlink(lock);
@@ -61,23 +65,107 @@ TEST(cache_store_load_list_clear)
 
 TEST(cache_directory_from_the_environment)
 {
-    char dir[512], err[256];
+    char dir[512];
+    batchfit_ctx *ctx = test_ctx(NULL);
     char *saved_dir = getenv("BATCHFIT_CACHE_DIR") ? strdup(getenv("BATCHFIT_CACHE_DIR")) : NULL;
     setenv("BATCHFIT_CACHE_DIR", "/x/explicit", 1);
     setenv("XDG_CACHE_HOME", "/x/xdg", 1);
-    CHECK_EQ(batchfit_cache_dir(dir, sizeof dir, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_OK);
     CHECK_STR(dir, "/x/explicit");
     unsetenv("BATCHFIT_CACHE_DIR");
-    CHECK_EQ(batchfit_cache_dir(dir, sizeof dir, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_OK);
     CHECK_STR(dir, "/x/xdg/batchfit");
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "/x/home", 1);
-    CHECK_EQ(batchfit_cache_dir(dir, sizeof dir, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_OK);
     CHECK_STR(dir, "/x/home/.cache/batchfit");
+    unsetenv("HOME");
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "BATCHFIT_CACHE_DIR");
     if (saved_dir) {
         setenv("BATCHFIT_CACHE_DIR", saved_dir, 1);
         free(saved_dir);
     }
+    batchfit_ctx_free(ctx);
+}
+
+/* The key hashes all of its material: two probes that differ only past
+ * 100 KB of command text (in a setting at the end) get different keys. */
+TEST(cache_key_hashes_the_whole_material)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=1GiB", &d), BATCHFIT_OK);
+    size_t len = 100 * 1024;
+    char *arg = malloc(len + 1);
+    CHECK(arg != NULL);
+    memset(arg, 'a', len);
+    arg[len] = '\0';
+    const char *argv[] = {"train", arg, NULL};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    char keys[3][40];
+    for (int i = 0; i < 3; i++) {
+        o.memory_budget_bytes = i == 1 ? 1000 : 2000;
+        o.cache_key = i == 2 ? arg : NULL;
+        batchfit__buf b;
+        batchfit__buf_init(&b, &ctx->allocator);
+        batchfit__cache_material(&b, &o, d, argv, "extra");
+        CHECK(batchfit__buf_text(&b) != NULL);
+        CHECK(b.len > len);
+        batchfit__cache_key(b.data, b.len, keys[i]);
+        batchfit__buf_free(&b);
+    }
+    CHECK(strcmp(keys[0], keys[1]) != 0);
+    CHECK(strcmp(keys[0], keys[2]) != 0);
+    free(arg);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+/* The library's cache for an in-process probe: the first probe stores its
+ * answer under its cache_key, the second verifies it in at most two trials;
+ * another key is a miss. */
+TEST(cache_in_process_probe_remembers)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cacheprobe", (long)getpid());
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB", &d),
+             BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.cache = 1;
+    o.cache_dir = dir;
+    o.cache_key = "resnet";
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK(!r->cache_hit);
+    CHECK(r->cache_key != NULL);
+    uint64_t answer = r->batch_size;
+    size_t first_trials = r->trial_count;
+    batchfit_result_free(r);
+    CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK(r->cache_hit);
+    CHECK_EQ(r->cache_remembered, answer);
+    CHECK_EQ(r->batch_size, answer);
+    CHECK(r->trial_count <= 2);
+    CHECK(r->trial_count < first_trials);
+    batchfit_result_free(r);
+    o.cache_key = "vit";
+    CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK(!r->cache_hit);
+    batchfit_result_free(r);
+    size_t removed = 0;
+    CHECK_EQ(batchfit_cache_clear(ctx, dir, &removed), BATCHFIT_OK);
+    CHECK_EQ(removed, 2);
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
+    rmdir(dir);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
 }
 
 /* The model strategy verifies a remembered size in two trials, or one when

@@ -14,16 +14,16 @@ static const char *tool(void)
 }
 
 /* Runs argv once at batch with the options' other settings. */
-static int trial(batchfit_runner_options *o, const char *const *argv, uint64_t batch,
-                 batchfit_trial *t, batchfit_child_detail *d)
+static int trial(batchfit__runner_options *o, const char *const *argv, uint64_t batch,
+                 batchfit_trial *t)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_runner *r = NULL;
+    batchfit__runner *r = NULL;
     o->argv = argv;
-    int rc = batchfit_runner_create(ctx, o, &r);
+    int rc = batchfit__runner_create(ctx, o, &r);
     if (rc == BATCHFIT_OK)
-        rc = batchfit_runner_trial(r, batch, t, d);
-    batchfit_runner_free(r);
+        rc = batchfit__runner_trial(r, batch, t);
+    batchfit__runner_free(r);
     batchfit_ctx_free(ctx);
     return rc;
 }
@@ -67,55 +67,55 @@ static void tmp_path(char *buf, size_t len, const char *what)
 TEST(child_exit_zero_fits_with_a_measured_peak)
 {
     for (int cg = 0; cg < 2; cg++) {
-        batchfit_runner_options o;
-        batchfit_runner_options_init(&o);
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
         o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
         const char *argv[] = {tool(), "alloc", "40", NULL};
         batchfit_trial t;
-        batchfit_child_detail d;
-        CHECK_EQ(trial(&o, argv, 3, &t, &d), BATCHFIT_OK);
+        
+        CHECK_EQ(trial(&o, argv, 3, &t), BATCHFIT_OK);
         CHECK_EQ(t.outcome, BATCHFIT_FITS);
         CHECK_EQ(t.batch, 3);
         CHECK(t.peak_known);
         CHECK(t.peak_bytes >= (UINT64_C(40) << 20));
         CHECK(t.peak_bytes < (UINT64_C(60) << 20));
-        CHECK_EQ(d.exited, 1);
-        CHECK_EQ(d.exit_code, 0);
+        CHECK_EQ(t.process.exited, 1);
+        CHECK_EQ(t.process.exit_code, 0);
         CHECK(t.seconds >= 0.1);
         if (!cg)
-            CHECK_STR(d.peak_source, "rusage+sampling");
+            CHECK_STR(t.process.peak_source, "rusage+sampling");
     }
 }
 
 TEST(child_every_oom_signature_is_out_of_memory)
 {
     const char *source, *example;
-    for (size_t i = 0; batchfit_oom_builtin(i, &source, NULL, &example); i++) {
-        batchfit_runner_options o;
-        batchfit_runner_options_init(&o);
+    for (size_t i = 0; batchfit__oom_builtin(i, &source, NULL, &example); i++) {
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
         o.cgroups = BATCHFIT_CGROUPS_OFF;
         /* On stderr with a failing status, and on stdout with status 0. */
         const char *on_stderr[] = {tool(), "print", example, "1", NULL};
         const char *on_stdout[] = {tool(), "print", example, "stdout", "0", NULL};
         batchfit_trial t;
-        batchfit_child_detail d;
-        CHECK_EQ(trial(&o, on_stderr, 8, &t, &d), BATCHFIT_OK);
+        
+        CHECK_EQ(trial(&o, on_stderr, 8, &t), BATCHFIT_OK);
         CHECK_EQ(t.outcome, BATCHFIT_OOM);
         CHECK_CONTAINS(t.message, "out of memory (");
-        CHECK(d.oom_signature[0] != '\0');
-        CHECK_EQ(trial(&o, on_stdout, 8, &t, &d), BATCHFIT_OK);
+        CHECK(t.process.oom_signature[0] != '\0');
+        CHECK_EQ(trial(&o, on_stdout, 8, &t), BATCHFIT_OK);
         CHECK_EQ(t.outcome, BATCHFIT_OOM);
-        CHECK_EQ(d.exit_code, 0);
+        CHECK_EQ(t.process.exit_code, 0);
     }
     /* What the message says it tried to allocate is a lower bound on the need. */
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     const char *tried[] = {tool(), "print",
                            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
                            "GPU 0 has a total capacity of 79.11 GiB",
                            "1", NULL};
     batchfit_trial t;
-    CHECK_EQ(trial(&o, tried, 8, &t, NULL), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, tried, 8, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK(t.peak_known);
     CHECK(t.peak_bytes >= (UINT64_C(2) << 30));
@@ -123,7 +123,7 @@ TEST(child_every_oom_signature_is_out_of_memory)
                            "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to "
                            "allocate 8589934592 bytes. Error code 12",
                            "1", NULL};
-    CHECK_EQ(trial(&o, bytes, 8, &t, NULL), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, bytes, 8, &t), BATCHFIT_OK);
     CHECK(t.peak_bytes >= UINT64_C(8589934592));
     CHECK(t.peak_bytes < UINT64_C(8589934592) + (UINT64_C(64) << 20));
 }
@@ -131,54 +131,54 @@ TEST(child_every_oom_signature_is_out_of_memory)
 TEST(child_user_pattern_counts_as_oom)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_oom_table *table = NULL;
-    CHECK_EQ(batchfit_oom_table_create(ctx, &table), BATCHFIT_OK);
-    CHECK_EQ(batchfit_oom_table_add(table, "arena exhausted"), BATCHFIT_OK);
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__oom_table *table = NULL;
+    CHECK_EQ(batchfit__oom_table_create(ctx, &table), BATCHFIT_OK);
+    CHECK_EQ(batchfit__oom_table_add(table, "arena exhausted"), BATCHFIT_OK);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     o.oom = table;
     const char *argv[] = {tool(), "print", "fatal: arena exhausted", "7", NULL};
     batchfit_trial t;
-    CHECK_EQ(trial(&o, argv, 1, &t, NULL), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.message, "user pattern");
-    batchfit_oom_table_free(table);
+    batchfit__oom_table_free(table);
     batchfit_ctx_free(ctx);
 }
 
 TEST(child_signals_and_exit_codes)
 {
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     batchfit_trial t;
-    batchfit_child_detail d;
+    
     const char *kill9[] = {tool(), "signal", "kill", NULL};
-    CHECK_EQ(trial(&o, kill9, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, kill9, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
-    CHECK_EQ(d.signal, SIGKILL);
-    CHECK_EQ(d.exit_code, 137);
+    CHECK_EQ(t.process.signal, SIGKILL);
+    CHECK_EQ(t.process.exit_code, 137);
     CHECK_CONTAINS(t.message, "SIGKILL");
 
     const char *segv[] = {tool(), "signal", "segv", NULL};
-    CHECK_EQ(trial(&o, segv, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, segv, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
-    CHECK_EQ(d.signal, SIGSEGV);
+    CHECK_EQ(t.process.signal, SIGSEGV);
     CHECK_CONTAINS(t.message, "signal 11 (SIGSEGV, status 139)");
 
     const char *abrt[] = {tool(), "signal", "abort", NULL};
-    CHECK_EQ(trial(&o, abrt, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, abrt, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
     CHECK_CONTAINS(t.message, "SIGABRT");
 
     const char *bug[] = {tool(), "print", "ValueError: shapes (3,) and (4,) not aligned", "3", NULL};
-    CHECK_EQ(trial(&o, bug, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, bug, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
     CHECK_STR(t.message, "exited with status 3");
-    CHECK_EQ(d.exit_code, 3);
-    CHECK_CONTAINS(d.tail, "some earlier line\nValueError: shapes (3,) and (4,) not aligned\n");
+    CHECK_EQ(t.process.exit_code, 3);
+    CHECK_CONTAINS(t.process.tail, "some earlier line\nValueError: shapes (3,) and (4,) not aligned\n");
 
     const char *missing[] = {"/nonexistent/batchfit-no-such-program", NULL};
-    CHECK_EQ(trial(&o, missing, 1, &t, &d), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_EQ(trial(&o, missing, 1, &t), BATCHFIT_E_TRIAL_ERROR);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
     CHECK_CONTAINS(t.message, "cannot run");
 }
@@ -187,16 +187,16 @@ TEST(child_timeout_kills_the_group)
 {
     char pidfile[256];
     tmp_path(pidfile, sizeof pidfile, "hang");
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     o.timeout_seconds = 0.3;
     o.kill_grace_seconds = 0.2;
     const char *argv[] = {tool(), "hang", pidfile, "ignore-term", NULL};
     batchfit_trial t;
-    batchfit_child_detail d;
-    CHECK_EQ(trial(&o, argv, 1, &t, &d), BATCHFIT_OK);
+    
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
-    CHECK(d.timed_out);
+    CHECK(t.process.timed_out);
     CHECK_CONTAINS(t.message, "timed out after 0.3 s");
     CHECK(t.seconds >= 0.45 && t.seconds < 5.0);
     int count;
@@ -210,12 +210,12 @@ TEST(child_leaves_no_grandchildren)
     for (int cg = 0; cg < 2; cg++) {
         char pidfile[256];
         tmp_path(pidfile, sizeof pidfile, "grandchildren");
-        batchfit_runner_options o;
-        batchfit_runner_options_init(&o);
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
         o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
         const char *argv[] = {tool(), "grandchildren", "4", pidfile, NULL};
         batchfit_trial t;
-        CHECK_EQ(trial(&o, argv, 1, &t, NULL), BATCHFIT_OK);
+        CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
         CHECK_EQ(t.outcome, BATCHFIT_FITS);
         int count;
         CHECK_EQ(live_pids(pidfile, &count), 0);
@@ -226,131 +226,131 @@ TEST(child_leaves_no_grandchildren)
 
 TEST(child_flooding_output_is_read_to_the_end)
 {
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     const char *argv[] = {tool(), "flood", "32", NULL};
     batchfit_trial t;
-    batchfit_child_detail d;
-    CHECK_EQ(trial(&o, argv, 1, &t, &d), BATCHFIT_OK);
+    
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_FITS);
-    CHECK_CONTAINS(d.tail, "done\n");
-    CHECK(strlen(d.tail) < sizeof d.tail);
+    CHECK_CONTAINS(t.process.tail, "done\n");
+    CHECK(strlen(t.process.tail) < sizeof t.process.tail);
 }
 
 TEST(child_watchdog_stops_a_trial_over_the_budget)
 {
     for (int cg = 0; cg < 2; cg++) {
-        batchfit_runner_options o;
-        batchfit_runner_options_init(&o);
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
         o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
         o.budget_bytes = UINT64_C(50) << 20;
         const char *argv[] = {tool(), "alloc", "400", NULL};
         batchfit_trial t;
-        batchfit_child_detail d;
-        CHECK_EQ(trial(&o, argv, 1, &t, &d), BATCHFIT_OK);
+        
+        CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
         CHECK_EQ(t.outcome, BATCHFIT_OOM);
-        CHECK(d.watchdog_stopped);
+        CHECK(t.process.watchdog_stopped);
         CHECK_CONTAINS(t.message, "watchdog");
         CHECK(t.peak_known);
         CHECK(t.peak_bytes > (UINT64_C(50) << 20));
         /* Stopped long before it could touch all 400 MiB. */
-        CHECK(d.sampled_peak_bytes < (UINT64_C(300) << 20));
+        CHECK(t.process.sampled_peak_bytes < (UINT64_C(300) << 20));
     }
 }
 
 TEST(child_environment_and_placeholders)
 {
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     o.vram_limit_gb = "7.5";
     const char *env[] = {tool(), "env", "BATCHFIT_BATCH_SIZE", NULL};
     batchfit_trial t;
-    batchfit_child_detail d;
-    CHECK_EQ(trial(&o, env, 17, &t, &d), BATCHFIT_OK);
-    CHECK_STR(d.tail, "BATCHFIT_BATCH_SIZE=17\n");
+    
+    CHECK_EQ(trial(&o, env, 17, &t), BATCHFIT_OK);
+    CHECK_STR(t.process.tail, "BATCHFIT_BATCH_SIZE=17\n");
     const char *vram[] = {tool(), "env", "VRAM_LIMIT_GB", NULL};
-    CHECK_EQ(trial(&o, vram, 17, &t, &d), BATCHFIT_OK);
-    CHECK_STR(d.tail, "VRAM_LIMIT_GB=7.5\n");
+    CHECK_EQ(trial(&o, vram, 17, &t), BATCHFIT_OK);
+    CHECK_STR(t.process.tail, "VRAM_LIMIT_GB=7.5\n");
     const char *args[] = {tool(), "args", "--batch-size", "{batch}", "--tag={{x}}-{batch}", NULL};
-    CHECK_EQ(trial(&o, args, 96, &t, &d), BATCHFIT_OK);
-    CHECK_STR(d.tail, "arg: --batch-size\narg: 96\narg: --tag={x}-96\n");
+    CHECK_EQ(trial(&o, args, 96, &t), BATCHFIT_OK);
+    CHECK_STR(t.process.tail, "arg: --batch-size\narg: 96\narg: --tag={x}-96\n");
 
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_runner *r = NULL;
+    batchfit__runner *r = NULL;
     const char *bad[] = {tool(), "--bs={batchsize}", NULL};
     o.argv = bad;
-    CHECK_EQ(batchfit_runner_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "--bs={batchsize}");
     const char *none[] = {NULL};
     o.argv = none;
-    CHECK_EQ(batchfit_runner_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
     const char *plain[] = {tool(), "exit", "0", NULL};
     o.argv = plain;
-    CHECK_EQ(batchfit_runner_create(ctx, &o, &r), BATCHFIT_OK);
-    CHECK_EQ(batchfit_runner_has_placeholder(r), 0);
-    batchfit_runner_free(r);
+    CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);
+    CHECK_EQ(batchfit__runner_has_placeholder(r), 0);
+    batchfit__runner_free(r);
     batchfit_ctx_free(ctx);
 }
 
 TEST(child_enforce_caps_memory)
 {
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     o.watchdog = 0;
     o.enforce = 1;
     o.enforce_bytes = UINT64_C(64) << 20;
     batchfit_trial t;
-    batchfit_child_detail d;
+    
 
     /* A program that checks its allocations reports the failure. */
     o.cgroups = BATCHFIT_CGROUPS_OFF;
     const char *checked[] = {tool(), "alloc", "400", NULL};
-    CHECK_EQ(trial(&o, checked, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, checked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.message, "out of memory");
 
     /* One that does not crashes near the cap: an error that says so... */
     const char *unchecked[] = {tool(), "unchecked", "400", NULL};
-    CHECK_EQ(trial(&o, unchecked, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, unchecked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
-    CHECK_EQ(d.signal, SIGSEGV);
+    CHECK_EQ(t.process.signal, SIGSEGV);
     CHECK_CONTAINS(t.message, "unchecked allocation");
     CHECK_CONTAINS(t.message, "--crash-is-oom counts it");
     /* ...or out of memory, when the user says crashes near the cap are. */
     o.crash_is_oom = 1;
-    CHECK_EQ(trial(&o, unchecked, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, unchecked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.message, "counted as out of memory");
 
     /* Under a cgroup limit the kernel kills it. */
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_runner *r = NULL;
+    batchfit__runner *r = NULL;
     o.cgroups = BATCHFIT_CGROUPS_AUTO;
     o.argv = checked;
-    CHECK_EQ(batchfit_runner_create(ctx, &o, &r), BATCHFIT_OK);
-    if (strstr(batchfit_runner_mechanisms(r), "hard cap: cgroup")) {
-        CHECK_EQ(batchfit_runner_trial(r, 1, &t, &d), BATCHFIT_OK);
+    CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);
+    if (strstr(batchfit__runner_mechanisms(r), "hard cap: cgroup")) {
+        CHECK_EQ(batchfit__runner_trial(r, 1, &t), BATCHFIT_OK);
         CHECK_EQ(t.outcome, BATCHFIT_OOM);
-        CHECK_EQ(d.signal, SIGKILL);
-        CHECK(d.oom_killed);
+        CHECK_EQ(t.process.signal, SIGKILL);
+        CHECK(t.process.oom_killed);
         CHECK_CONTAINS(t.message, "cgroup's memory limit");
     }
-    batchfit_runner_free(r);
+    batchfit__runner_free(r);
     batchfit_ctx_free(ctx);
 }
 
 static void interrupt_soon(int sig)
 {
     (void)sig;
-    batchfit_runner_interrupt();
+    batchfit_interrupt();
 }
 
 TEST(child_interrupt_stops_the_trial)
 {
     char pidfile[256];
     tmp_path(pidfile, sizeof pidfile, "interrupt");
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     const char *argv[] = {tool(), "hang", pidfile, NULL};
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
@@ -359,17 +359,17 @@ TEST(child_interrupt_stops_the_trial)
     struct itimerval timer = {{0, 0}, {0, 300000}};
     setitimer(ITIMER_REAL, &timer, NULL);
     batchfit_trial t;
-    int rc = trial(&o, argv, 1, &t, NULL);
+    int rc = trial(&o, argv, 1, &t);
     sigaction(SIGALRM, &old, NULL);
     CHECK_EQ(rc, BATCHFIT_E_ABORTED);
     int count;
     CHECK_EQ(live_pids(pidfile, &count), 0);
     CHECK_EQ(count, 1);
     /* A pending interrupt stops the next trial before it starts. */
-    CHECK_EQ(trial(&o, argv, 1, &t, NULL), BATCHFIT_E_ABORTED);
-    batchfit_runner_clear_interrupt();
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_E_ABORTED);
+    batchfit__interrupt_clear();
     const char *ok[] = {tool(), "exit", "0", NULL};
-    CHECK_EQ(trial(&o, ok, 1, &t, NULL), BATCHFIT_OK);
+    CHECK_EQ(trial(&o, ok, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_FITS);
     unlink(pidfile);
 }
@@ -377,24 +377,24 @@ TEST(child_interrupt_stops_the_trial)
 TEST(child_mechanisms_are_reported)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_runner_options o;
-    batchfit_runner_options_init(&o);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
     const char *argv[] = {tool(), "exit", "0", NULL};
     o.argv = argv;
     o.cgroups = BATCHFIT_CGROUPS_OFF;
     o.budget_bytes = 1 << 30;
-    batchfit_runner *r = NULL;
-    CHECK_EQ(batchfit_runner_create(ctx, &o, &r), BATCHFIT_OK);
-    CHECK_STR(batchfit_runner_mechanisms(r),
+    batchfit__runner *r = NULL;
+    CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);
+    CHECK_STR(batchfit__runner_mechanisms(r),
               "peak: rusage+sampling (no cgroup: cgroups turned off); watchdog: sampling every 20 ms");
-    batchfit_runner_free(r);
+    batchfit__runner_free(r);
     o.cgroups = BATCHFIT_CGROUPS_AUTO;
     o.enforce = 1;
-    CHECK_EQ(batchfit_runner_create(ctx, &o, &r), BATCHFIT_OK);
-    const char *m = batchfit_runner_mechanisms(r);
+    CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);
+    const char *m = batchfit__runner_mechanisms(r);
     CHECK(strstr(m, "peak: cgroup-v") || strstr(m, "peak: rusage+sampling (no cgroup: "));
     CHECK_CONTAINS(m, "hard cap: ");
-    batchfit_runner_free(r);
+    batchfit__runner_free(r);
     batchfit_ctx_free(ctx);
 }
 
@@ -406,17 +406,17 @@ TEST(child_every_allocation_failure_is_clean)
     for (long k = 0; total < 0 || k < total; k++) {
         test_alloc_state st = {0, total < 0 ? -1 : k, 0, 0};
         batchfit_ctx *ctx = test_ctx(&st);
-        batchfit_oom_table *table = NULL;
-        batchfit_runner *r = NULL;
+        batchfit__oom_table *table = NULL;
+        batchfit__runner *r = NULL;
         int rc = -1;
         batchfit_trial t;
-        if (ctx && batchfit_oom_table_create(ctx, &table) == BATCHFIT_OK) {
-            batchfit_runner_options o;
-            batchfit_runner_options_init(&o);
+        if (ctx && batchfit__oom_table_create(ctx, &table) == BATCHFIT_OK) {
+            batchfit__runner_options o;
+            batchfit__runner_options_init(&o);
             const char *argv[] = {tool(), "exit", "0", "{batch}", NULL};
             o.argv = argv;
-            if (batchfit_runner_create(ctx, &o, &r) == BATCHFIT_OK)
-                rc = batchfit_runner_trial(r, 4, &t, NULL);
+            if (batchfit__runner_create(ctx, &o, &r) == BATCHFIT_OK)
+                rc = batchfit__runner_trial(r, 4, &t);
         }
         if (total < 0) {
             CHECK_EQ(rc, BATCHFIT_OK);
@@ -426,8 +426,8 @@ TEST(child_every_allocation_failure_is_clean)
             CHECK_EQ(st.failures, 1);
             CHECK(rc != BATCHFIT_OK);
         }
-        batchfit_runner_free(r);
-        batchfit_oom_table_free(table);
+        batchfit__runner_free(r);
+        batchfit__oom_table_free(table);
         batchfit_ctx_free(ctx);
         CHECK_EQ(st.outstanding, 0);
     }

@@ -21,6 +21,13 @@ static const char *bin(void)
     return path;
 }
 
+static void clear_cache(const char *dir)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_cache_clear(ctx, dir, NULL);
+    batchfit_ctx_free(ctx);
+}
+
 static const char *tool(void)
 {
     static char path[1024];
@@ -116,7 +123,7 @@ static void finish(run *r, int out_fd, int err_fd)
     waitpid(r->pid, &status, 0);
     r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (r->cache_dir[0]) {
-        batchfit_cache_clear(r->cache_dir, NULL, 0);
+        clear_cache(r->cache_dir);
         char lock[300];
         snprintf(lock, sizeof lock, "%s/.lock", r->cache_dir);
         unlink(lock);
@@ -459,7 +466,7 @@ TEST(cli_devices_and_info)
     const char *autodev[] = {"probe", "--max", "4", "--", tool(), "exit", "0", "{batch}", NULL};
     CHECK_EQ(cli(&r, autodev, NULL), 0);
     CHECK_CONTAINS(r.err, "warning: no usable NVIDIA GPU (cannot load libcuda.so.1");
-    CHECK_CONTAINS(r.err, "--device auto uses the host's memory");
+    CHECK_CONTAINS(r.err, "auto uses the host's memory");
     const char *sim[] = {"probe", "--device",
                          "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB,granule=2MiB", NULL};
     CHECK_EQ(cli(&r, sim, NULL), 0);
@@ -676,7 +683,7 @@ TEST(cli_cache_remembers_verifies_and_survives_damage)
     char dir[256], env_dir[300];
     snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-shared", (long)getpid());
     snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
-    batchfit_cache_clear(dir, NULL, 0);
+    clear_cache(dir);
     const char *envs[] = {env_dir, NULL};
     const char *probe[] = {"probe", "--device", "host", "--memory-budget", "128.5MiB",
                            "--peak-spread", "0%", "--export-json", "-", "--", tool(), "grow",

@@ -82,13 +82,17 @@ TEST(device_cuda_unavailable_says_why)
         uint64_t t, f;
         CHECK_EQ(batchfit_device_memory(d, &t, &f), BATCHFIT_E_NO_DEVICE);
         batchfit_device_free(d);
-        unsigned n = 99;
-        char count_why[512] = "";
-        int rc = batchfit_cuda_device_count(ctx, &n, count_why, sizeof count_why);
-        if (rc == BATCHFIT_OK)
-            CHECK_EQ(n, 0);
-        else
-            CHECK_CONTAINS(count_why, rows[i].expect);
+        /* The device list says the same about the backend, and lists only
+         * the host, which "auto" picks. */
+        batchfit_device_list *list = NULL;
+        CHECK_EQ(batchfit_device_list_create(ctx, &list), BATCHFIT_OK);
+        CHECK_STR(list->backends[0].name, "cuda");
+        CHECK_EQ(list->backends[0].available, 0);
+        CHECK_CONTAINS(list->backends[0].reason, rows[i].expect);
+        CHECK_EQ(list->device_count, 1);
+        CHECK_STR(list->specs[0], "host");
+        CHECK_STR(list->auto_spec, "host");
+        batchfit_device_list_free(list);
     }
     fake_teardown();
     batchfit_ctx_free(ctx);
@@ -98,9 +102,13 @@ TEST(device_cuda_two_devices_mapped_to_nvml_by_uuid)
 {
     fake_setup("80GiB,16GiB", "libcuda.so.1", "libnvidia-ml.so.1");
     batchfit_ctx *ctx = test_ctx(NULL);
-    unsigned n = 0;
-    CHECK_EQ(batchfit_cuda_device_count(ctx, &n, NULL, 0), BATCHFIT_OK);
-    CHECK_EQ(n, 2);
+    batchfit_device_list *list = NULL;
+    CHECK_EQ(batchfit_device_list_create(ctx, &list), BATCHFIT_OK);
+    CHECK_EQ(list->device_count, 3);
+    CHECK_STR(list->specs[0], "cuda:0");
+    CHECK_STR(list->specs[1], "cuda:1");
+    CHECK_STR(list->specs[2], "host");
+    batchfit_device_list_free(list);
     batchfit_device *a = NULL, *b = NULL;
     char why[512];
     CHECK_EQ(open_gpu(ctx, "cuda:0", &a, why, sizeof why), 1);
@@ -123,13 +131,13 @@ TEST(device_cuda_two_devices_mapped_to_nvml_by_uuid)
     /* Ballast on cuda:1 is seen by NVML on cuda:1 only, though NVML's
      * order is the reverse of CUDA's. */
     uint64_t held = 0;
-    CHECK_EQ(batchfit_device_hold(b, UINT64_C(3) << 30, &held), BATCHFIT_OK);
+    CHECK_EQ(batchfit__device_hold(b, UINT64_C(3) << 30, &held), BATCHFIT_OK);
     CHECK_EQ(held, UINT64_C(3) << 30);
     CHECK_EQ(batchfit_device_memory(b, &total, &free_bytes), BATCHFIT_OK);
     CHECK_EQ(free_bytes, UINT64_C(13) << 30);
     CHECK_EQ(batchfit_device_memory(a, &total, &free_bytes), BATCHFIT_OK);
     CHECK_EQ(free_bytes, UINT64_C(80) << 30);
-    batchfit_device_release(b);
+    batchfit__device_release(b);
     CHECK_EQ(batchfit_device_memory(b, &total, &free_bytes), BATCHFIT_OK);
     CHECK_EQ(free_bytes, UINT64_C(16) << 30);
     batchfit_device_free(a);
@@ -157,9 +165,12 @@ TEST(device_cuda_visible_devices_by_index_and_uuid)
         batchfit_device_free(d);
     }
     setenv("CUDA_VISIBLE_DEVICES", "", 1);
-    unsigned n = 9;
-    CHECK_EQ(batchfit_cuda_device_count(ctx, &n, NULL, 0), BATCHFIT_OK);
-    CHECK_EQ(n, 0);
+    batchfit_device_list *list = NULL;
+    CHECK_EQ(batchfit_device_list_create(ctx, &list), BATCHFIT_OK);
+    CHECK_EQ(list->backends[0].available, 0);
+    CHECK_CONTAINS(list->backends[0].reason, "0 visible CUDA devices");
+    CHECK_STR(list->auto_spec, "host");
+    batchfit_device_list_free(list);
     batchfit_ctx_free(ctx);
     fake_teardown();
 }
@@ -191,18 +202,18 @@ TEST(device_cuda_process_list_strides_growth_and_versions)
         char why[512];
         CHECK_EQ(open_gpu(ctx, "cuda:0", &d, why, sizeof why), 1);
         uint64_t held = 0, total = 0, free_bytes = 0;
-        CHECK_EQ(batchfit_device_hold(d, UINT64_C(5) << 30, &held), BATCHFIT_OK);
+        CHECK_EQ(batchfit__device_hold(d, UINT64_C(5) << 30, &held), BATCHFIT_OK);
         /* The runner samples the trial's processes the same way; here the
          * process is this one. */
-        batchfit_runner_options o;
-        batchfit_runner_options_init(&o);
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
         o.device = d;
         const char *argv[] = {"/bin/true", NULL};
         o.argv = argv;
-        batchfit_runner *r = NULL;
-        CHECK_EQ(batchfit_runner_create(ctx, &o, &r), BATCHFIT_OK);
-        CHECK_CONTAINS(batchfit_runner_mechanisms(r), "nvml per-process sampling");
-        batchfit_runner_free(r);
+        batchfit__runner *r = NULL;
+        CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);
+        CHECK_CONTAINS(batchfit__runner_mechanisms(r), "nvml per-process sampling");
+        batchfit__runner_free(r);
         batchfit_device_info info;
         memset(&info, 0, sizeof info);
         info.struct_size = sizeof info;
@@ -236,9 +247,18 @@ TEST(device_cuda_without_nvml_still_probes)
     }
     fake_setup("16GiB", "libcuda.so.1", "libnvidia-ml.so.1");
     setenv("FAKE_NVML_INIT", "9", 1);
-    char why[512];
-    CHECK_EQ(batchfit_nvml_available(why, sizeof why), 0);
-    CHECK_CONTAINS(why, "Driver Not Loaded");
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device_list *list = NULL;
+    CHECK_EQ(batchfit_device_list_create(ctx, &list), BATCHFIT_OK);
+    CHECK_STR(list->backends[1].name, "nvml");
+    CHECK_EQ(list->backends[1].available, 0);
+    CHECK_CONTAINS(list->backends[1].reason, "Driver Not Loaded");
+    /* CUDA itself works: its device is listed and "auto" picks it. */
+    CHECK_EQ(list->backends[0].available, 1);
+    CHECK_STR(list->specs[0], "cuda:0");
+    CHECK_STR(list->auto_spec, "cuda:0");
+    batchfit_device_list_free(list);
+    batchfit_ctx_free(ctx);
     fake_teardown();
 }
 
@@ -279,7 +299,7 @@ TEST(device_cuda_ballast_failure_is_a_device_error)
     char why[512];
     CHECK_EQ(open_gpu(ctx, "cuda:0", &d, why, sizeof why), 1);
     uint64_t held = 7;
-    CHECK_EQ(batchfit_device_hold(d, UINT64_C(1) << 30, &held), BATCHFIT_E_DEVICE);
+    CHECK_EQ(batchfit__device_hold(d, UINT64_C(1) << 30, &held), BATCHFIT_E_DEVICE);
     CHECK_EQ(held, 0);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "could not hold");
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "CUDA_ERROR_OUT_OF_MEMORY");

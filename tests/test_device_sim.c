@@ -31,16 +31,16 @@ TEST(device_sim_allocations_round_to_the_granule)
     batchfit_device *d = open_sim(ctx, "sim:capacity=10MiB,used=1MiB,granule=2MiB");
     CHECK(d != NULL);
     uint64_t total, free_bytes;
-    CHECK_EQ(batchfit_sim_alloc(d, 1), 0);
-    CHECK_EQ(batchfit_sim_in_use(d), UINT64_C(2) << 20);
+    CHECK_EQ(batchfit__sim_alloc(d, 1), 0);
+    CHECK_EQ(batchfit__sim_in_use(d), UINT64_C(2) << 20);
     CHECK_EQ(batchfit_device_memory(d, &total, &free_bytes), BATCHFIT_OK);
     CHECK_EQ(free_bytes, UINT64_C(7) << 20);
-    CHECK_EQ(batchfit_sim_alloc(d, (UINT64_C(6) << 20) + 1), -1); /* rounds to 8 MiB > 7 MiB */
-    CHECK_EQ(batchfit_sim_alloc(d, UINT64_C(6) << 20), 0);
-    CHECK_EQ(batchfit_sim_in_use(d), UINT64_C(8) << 20);
-    batchfit_sim_free(d, UINT64_C(6) << 20);
-    batchfit_sim_free(d, 1);
-    CHECK_EQ(batchfit_sim_in_use(d), 0);
+    CHECK_EQ(batchfit__sim_alloc(d, (UINT64_C(6) << 20) + 1), -1); /* rounds to 8 MiB > 7 MiB */
+    CHECK_EQ(batchfit__sim_alloc(d, UINT64_C(6) << 20), 0);
+    CHECK_EQ(batchfit__sim_in_use(d), UINT64_C(8) << 20);
+    batchfit__sim_free(d, UINT64_C(6) << 20);
+    batchfit__sim_free(d, 1);
+    CHECK_EQ(batchfit__sim_in_use(d), 0);
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
@@ -88,11 +88,11 @@ TEST(device_sim_step_follows_its_profile)
     void *state = NULL;
     char msg[128];
     CHECK_EQ(step->build(NULL, d, &state, msg, sizeof msg), BATCHFIT_FITS);
-    CHECK_EQ(batchfit_sim_in_use(d), UINT64_C(1000) << 20);
+    CHECK_EQ(batchfit__sim_in_use(d), UINT64_C(1000) << 20);
     batchfit_step_report rep;
     memset(&rep, 0, sizeof rep);
     CHECK_EQ(step->run(state, 99, &rep), BATCHFIT_FITS);
-    CHECK_EQ(batchfit_sim_in_use(d), UINT64_C(1000) << 20); /* activations are freed */
+    CHECK_EQ(batchfit__sim_in_use(d), UINT64_C(1000) << 20); /* activations are freed */
     memset(&rep, 0, sizeof rep);
     CHECK_EQ(step->run(state, 100, &rep), BATCHFIT_FITS);
     /* 7 GiB - 1000 MiB free for activations: 3 MiB * b + 512 MiB from 100 on. */
@@ -111,7 +111,7 @@ TEST(device_sim_step_follows_its_profile)
     CHECK_EQ(batchfit_device_peak(d, &peak), BATCHFIT_OK);
     CHECK_EQ(peak, (UINT64_C(1000) << 20) + (UINT64_C(30) << 20));
     step->release(state);
-    CHECK_EQ(batchfit_sim_in_use(d), 0);
+    CHECK_EQ(batchfit__sim_in_use(d), 0);
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
@@ -128,7 +128,7 @@ TEST(device_sim_step_needs_a_sim_device_and_room_for_its_model)
     CHECK(d != NULL);
     CHECK_EQ(step->build(NULL, d, &state, msg, sizeof msg), BATCHFIT_OOM);
     CHECK_CONTAINS(msg, "out of memory");
-    CHECK_EQ(batchfit_sim_in_use(d), 0);
+    CHECK_EQ(batchfit__sim_in_use(d), 0);
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }

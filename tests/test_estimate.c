@@ -108,26 +108,26 @@ TEST(estimate_parses_counts_and_names)
 {
     uint64_t n = 0;
     char err[256];
-    CHECK_EQ(batchfit_parse_params("124M", "--params", &n, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_params("124M", "--params", &n, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(n, 124000000);
-    CHECK_EQ(batchfit_parse_params("7.5B", "--params", &n, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_params("7.5B", "--params", &n, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(n, 7500000000);
-    CHECK_EQ(batchfit_parse_params("350K", "--params", &n, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_params("350K", "--params", &n, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(n, 350000);
-    CHECK_EQ(batchfit_parse_params("1000", "--params", &n, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_params("1000", "--params", &n, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(n, 1000);
     static const char *const bad[] = {"", "7.5X", "-3M", "0", "M", "1e9", "12MB"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        CHECK_EQ(batchfit_parse_params(bad[i], "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
+        CHECK_EQ(batchfit__parse_params(bad[i], "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
         CHECK_CONTAINS(err, "--params");
     }
     batchfit_precision p;
     batchfit_optimizer o;
-    CHECK_EQ(batchfit_parse_precision("mixed16", NULL, &p, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_precision("mixed16", NULL, &p, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(p, BATCHFIT_PRECISION_MIXED16);
-    CHECK_EQ(batchfit_parse_precision("fp16", "--precision", &p, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_precision("fp16", "--precision", &p, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "\"fp16\"");
-    CHECK_EQ(batchfit_parse_optimizer("AdamW", NULL, &o, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_optimizer("AdamW", NULL, &o, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(o, BATCHFIT_OPTIMIZER_ADAMW);
-    CHECK_EQ(batchfit_parse_optimizer("lion", "--optimizer", &o, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_optimizer("lion", "--optimizer", &o, err, sizeof err), BATCHFIT_E_PARSE);
 }

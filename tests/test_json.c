@@ -81,16 +81,15 @@ TEST(json_reads_a_file)
     test_alloc_state st = {0, -1, 0, 0};
     batchfit_ctx *ctx = test_ctx(&st);
     uint64_t v = 0;
-    char err[512];
-    CHECK_EQ(batchfit_read_hyperparameters(ctx, path, &v, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit_read_hyperparameters(ctx, path, &v), BATCHFIT_OK);
     CHECK_EQ(v, 48);
     st.fail_at = st.calls;
-    CHECK_EQ(batchfit_read_hyperparameters(ctx, path, &v, err, sizeof err), BATCHFIT_E_NO_MEMORY);
+    CHECK_EQ(batchfit_read_hyperparameters(ctx, path, &v), BATCHFIT_E_NO_MEMORY);
     st.fail_at = -1;
     unlink(path);
-    CHECK_EQ(batchfit_read_hyperparameters(ctx, path, &v, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_CONTAINS(err, path);
-    CHECK_CONTAINS(err, "No such file");
+    CHECK_EQ(batchfit_read_hyperparameters(ctx, path, &v), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), path);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "No such file");
     batchfit_ctx_free(ctx);
     CHECK_EQ(st.outstanding, 0);
 }

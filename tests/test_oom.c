@@ -3,29 +3,29 @@
 TEST(oom_every_builtin_row_matches_its_example)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_oom_table *t = NULL;
-    CHECK_EQ(batchfit_oom_table_create(ctx, &t), BATCHFIT_OK);
+    batchfit__oom_table *t = NULL;
+    CHECK_EQ(batchfit__oom_table_create(ctx, &t), BATCHFIT_OK);
     const char *source, *pattern, *example;
     size_t rows = 0;
-    for (size_t i = 0; batchfit_oom_builtin(i, &source, &pattern, &example); i++) {
+    for (size_t i = 0; batchfit__oom_builtin(i, &source, &pattern, &example); i++) {
         rows++;
-        const char *got = batchfit_oom_match(t, example);
+        const char *got = batchfit__oom_match(t, example);
         CHECK(got != NULL);
         /* The first matching row is the row itself or an earlier, more specific one. */
         size_t first = 0;
         const char *s2;
-        while (batchfit_oom_builtin(first, &s2, NULL, NULL) && strcmp(s2, got) != 0)
+        while (batchfit__oom_builtin(first, &s2, NULL, NULL) && strcmp(s2, got) != 0)
             first++;
         CHECK(first <= i);
     }
     CHECK(rows >= 14);
-    CHECK_STR(batchfit_oom_match(t, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"),
+    CHECK_STR(batchfit__oom_match(t, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"),
               "PyTorch CUDA allocator");
-    CHECK_STR(batchfit_oom_match(t, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate"),
+    CHECK_STR(batchfit__oom_match(t, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate"),
               "JAX / XLA");
-    CHECK_STR(batchfit_oom_match(t, "trainer: out of memory allocating 4096 bytes for x"),
+    CHECK_STR(batchfit__oom_match(t, "trainer: out of memory allocating 4096 bytes for x"),
               "out of memory (CUDA C programs, generic)");
-    batchfit_oom_table_free(t);
+    batchfit__oom_table_free(t);
     batchfit_ctx_free(ctx);
 }
 
@@ -41,28 +41,28 @@ TEST(oom_ordinary_lines_do_not_match)
         "",
     };
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_oom_table *t = NULL;
-    CHECK_EQ(batchfit_oom_table_create(ctx, &t), BATCHFIT_OK);
+    batchfit__oom_table *t = NULL;
+    CHECK_EQ(batchfit__oom_table_create(ctx, &t), BATCHFIT_OK);
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
-        CHECK(batchfit_oom_match(t, lines[i]) == NULL);
-    CHECK(batchfit_oom_match(t, NULL) == NULL);
-    batchfit_oom_table_free(t);
+        CHECK(batchfit__oom_match(t, lines[i]) == NULL);
+    CHECK(batchfit__oom_match(t, NULL) == NULL);
+    batchfit__oom_table_free(t);
     batchfit_ctx_free(ctx);
 }
 
 TEST(oom_user_patterns)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_oom_table *t = NULL;
-    CHECK_EQ(batchfit_oom_table_create(ctx, &t), BATCHFIT_OK);
-    CHECK(batchfit_oom_match(t, "my framework: arena exhausted (42)") == NULL);
-    CHECK_EQ(batchfit_oom_table_add(t, "arena exhausted \\([0-9]+\\)"), BATCHFIT_OK);
-    CHECK_STR(batchfit_oom_match(t, "my framework: arena exhausted (42)"),
+    batchfit__oom_table *t = NULL;
+    CHECK_EQ(batchfit__oom_table_create(ctx, &t), BATCHFIT_OK);
+    CHECK(batchfit__oom_match(t, "my framework: arena exhausted (42)") == NULL);
+    CHECK_EQ(batchfit__oom_table_add(t, "arena exhausted \\([0-9]+\\)"), BATCHFIT_OK);
+    CHECK_STR(batchfit__oom_match(t, "my framework: arena exhausted (42)"),
               "user pattern \"arena exhausted \\([0-9]+\\)\"");
-    CHECK_EQ(batchfit_oom_table_add(t, "unbalanced (paren"), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__oom_table_add(t, "unbalanced (paren"), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "--oom-pattern");
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "\"unbalanced (paren\"");
-    batchfit_oom_table_free(t);
-    batchfit_oom_table_free(NULL);
+    batchfit__oom_table_free(t);
+    batchfit__oom_table_free(NULL);
     batchfit_ctx_free(ctx);
 }

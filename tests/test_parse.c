@@ -6,7 +6,7 @@ static uint64_t size_ok(const char *text)
 {
     uint64_t v = 0;
     char err[256] = "";
-    if (batchfit_parse_size(text, "--size", &v, err, sizeof err) != BATCHFIT_OK)
+    if (batchfit__parse_size(text, "--size", &v, err, sizeof err) != BATCHFIT_OK)
         return UINT64_MAX;
     return v;
 }
@@ -33,25 +33,25 @@ TEST(parse_size_errors_name_the_input)
 {
     uint64_t v = 99;
     char err[256];
-    CHECK_EQ(batchfit_parse_size("12XB", "--margin", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size("12XB", "--margin", &v, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "--margin");
     CHECK_CONTAINS(err, "\"12XB\"");
     CHECK_CONTAINS(err, "unknown unit");
-    CHECK_EQ(batchfit_parse_size("-1GiB", "--memory-budget", &v, err, sizeof err),
+    CHECK_EQ(batchfit__parse_size("-1GiB", "--memory-budget", &v, err, sizeof err),
              BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "negative");
-    CHECK_EQ(batchfit_parse_size("18446744073709551616", "x", &v, err, sizeof err),
+    CHECK_EQ(batchfit__parse_size("18446744073709551616", "x", &v, err, sizeof err),
              BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "too large");
-    CHECK_EQ(batchfit_parse_size("17179869184GiB", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size("17179869184GiB", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "too large");
-    CHECK_EQ(batchfit_parse_size("GiB", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_EQ(batchfit_parse_size("", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_EQ(batchfit_parse_size("1.5", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size("GiB", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size("", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size("1.5", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "whole");
-    CHECK_EQ(batchfit_parse_size("nan", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_EQ(batchfit_parse_size("1e9", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_EQ(batchfit_parse_size(NULL, "x", &v, NULL, 0), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size("nan", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size("1e9", "x", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_size(NULL, "x", &v, NULL, 0), BATCHFIT_E_PARSE);
     CHECK_EQ(v, 99); /* nothing written on failure */
 }
 
@@ -59,18 +59,18 @@ TEST(parse_percent)
 {
     double f = -1;
     char err[256];
-    CHECK_EQ(batchfit_parse_percent("5%", "--margin", &f, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_percent("5%", "--margin", &f, err, sizeof err), BATCHFIT_OK);
     CHECK_NEAR(f, 0.05, 1e-12);
-    CHECK_EQ(batchfit_parse_percent("0.5 %", "--margin", &f, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_percent("0.5 %", "--margin", &f, err, sizeof err), BATCHFIT_OK);
     CHECK_NEAR(f, 0.005, 1e-12);
-    CHECK_EQ(batchfit_parse_percent("0%", "--margin", &f, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_percent("0%", "--margin", &f, err, sizeof err), BATCHFIT_OK);
     CHECK_NEAR(f, 0.0, 0);
-    CHECK_EQ(batchfit_parse_percent("5", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_percent("5", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "--margin");
-    CHECK_EQ(batchfit_parse_percent("101%", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_percent("101%", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "above 100%");
-    CHECK_EQ(batchfit_parse_percent("-5%", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_EQ(batchfit_parse_percent("5%x", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_percent("-5%", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_percent("5%x", "--margin", &f, err, sizeof err), BATCHFIT_E_PARSE);
 }
 
 TEST(parse_requested_size_device_decides)
@@ -79,16 +79,16 @@ TEST(parse_requested_size_device_decides)
     uint64_t v;
     for (size_t i = 0; i < sizeof decides / sizeof decides[0]; i++) {
         v = 77;
-        CHECK_EQ(batchfit_parse_requested_size(decides[i], "max_batch_size", &v, NULL, 0),
+        CHECK_EQ(batchfit__parse_requested_size(decides[i], "max_batch_size", &v, NULL, 0),
                  BATCHFIT_OK);
         CHECK_EQ(v, 0);
     }
     v = 77;
-    CHECK_EQ(batchfit_parse_requested_size(NULL, "max_batch_size", &v, NULL, 0), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_requested_size(NULL, "max_batch_size", &v, NULL, 0), BATCHFIT_OK);
     CHECK_EQ(v, 0);
-    CHECK_EQ(batchfit_parse_requested_size("300", "max_batch_size", &v, NULL, 0), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_requested_size("300", "max_batch_size", &v, NULL, 0), BATCHFIT_OK);
     CHECK_EQ(v, 300);
-    CHECK_EQ(batchfit_parse_requested_size(" 64 ", "max_batch_size", &v, NULL, 0), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_requested_size(" 64 ", "max_batch_size", &v, NULL, 0), BATCHFIT_OK);
     CHECK_EQ(v, 64);
 }
 
@@ -99,7 +99,7 @@ TEST(parse_requested_size_errors_quote_the_value)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 5;
         char err[256] = "";
-        CHECK_EQ(batchfit_parse_requested_size(bad[i], "hyperparameters.json max_batch_size", &v,
+        CHECK_EQ(batchfit__parse_requested_size(bad[i], "hyperparameters.json max_batch_size", &v,
                                                err, sizeof err),
                  BATCHFIT_E_PARSE);
         char quoted[64];
@@ -114,13 +114,13 @@ TEST(parse_count)
 {
     uint64_t v = 0;
     char err[256];
-    CHECK_EQ(batchfit_parse_count("12", "--min", 100, &v, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__parse_count("12", "--min", 100, &v, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(v, 12);
-    CHECK_EQ(batchfit_parse_count("0", "--min", 100, &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_count("0", "--min", 100, &v, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "at least 1");
-    CHECK_EQ(batchfit_parse_count("101", "--min", 100, &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_count("101", "--min", 100, &v, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "at most 100");
-    CHECK_EQ(batchfit_parse_count("x", "--samples", 100, &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_count("x", "--samples", 100, &v, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "--samples");
 }
 
@@ -136,27 +136,27 @@ TEST(parse_vram_limit_precedence)
     const char *source = NULL;
     char err[256];
     clear_vram_env();
-    CHECK_EQ(batchfit_resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(bytes, 0);
     CHECK_STR(source, "none");
 
     setenv("BATCHFIT_VRAM_LIMIT_GB", "4", 1);
-    CHECK_EQ(batchfit_resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(bytes, UINT64_C(4) << 30);
     CHECK_STR(source, "environment variable BATCHFIT_VRAM_LIMIT_GB");
 
     setenv("VRAM_LIMIT_GB", "6.5", 1);
-    CHECK_EQ(batchfit_resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(bytes, UINT64_C(13) << 29);
     CHECK_STR(source, "environment variable VRAM_LIMIT_GB");
 
-    CHECK_EQ(batchfit_resolve_vram_limit("8", NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__resolve_vram_limit("8", NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(bytes, UINT64_C(8) << 30);
     CHECK_STR(source, "--vram-limit-gb");
 
     /* An empty variable counts as unset. */
     setenv("VRAM_LIMIT_GB", "", 1);
-    CHECK_EQ(batchfit_resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__resolve_vram_limit(NULL, NULL, &bytes, &source, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(bytes, UINT64_C(4) << 30);
     clear_vram_env();
 }
@@ -170,24 +170,48 @@ TEST(parse_vram_limit_errors_name_the_source)
     clear_vram_env();
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        CHECK_EQ(batchfit_resolve_vram_limit(bad[i], NULL, &bytes, NULL, err, sizeof err),
+        CHECK_EQ(batchfit__resolve_vram_limit(bad[i], NULL, &bytes, NULL, err, sizeof err),
                  BATCHFIT_E_PARSE);
         CHECK_CONTAINS(err, "--vram-limit-gb");
     }
     setenv("VRAM_LIMIT_GB", "lots", 1);
-    CHECK_EQ(batchfit_resolve_vram_limit(NULL, NULL, &bytes, NULL, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__resolve_vram_limit(NULL, NULL, &bytes, NULL, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "environment variable VRAM_LIMIT_GB");
     CHECK_CONTAINS(err, "\"lots\"");
     unsetenv("VRAM_LIMIT_GB");
     setenv("BATCHFIT_VRAM_LIMIT_GB", "-3", 1);
-    CHECK_EQ(batchfit_resolve_vram_limit(NULL, NULL, &bytes, NULL, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__resolve_vram_limit(NULL, NULL, &bytes, NULL, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "environment variable BATCHFIT_VRAM_LIMIT_GB");
     /* A valid flag still wins over a broken variable: the variable is not read. */
-    CHECK_EQ(batchfit_resolve_vram_limit("2", "--vram", &bytes, NULL, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(batchfit__resolve_vram_limit("2", "--vram", &bytes, NULL, err, sizeof err), BATCHFIT_OK);
     CHECK_EQ(bytes, UINT64_C(2) << 30);
     clear_vram_env();
-    CHECK_CONTAINS(BATCHFIT_VRAM_LIMIT_HELP, "VRAM_LIMIT_GB");
-    CHECK_CONTAINS(BATCHFIT_VRAM_LIMIT_HELP, "BATCHFIT_VRAM_LIMIT_GB");
+}
+
+/* The public parsers report through the context, naming the input. */
+TEST(parse_public_calls_report_through_the_context)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    uint64_t v = 0;
+    double f = 0;
+    const char *source = NULL;
+    batchfit_strategy st;
+    CHECK_EQ(batchfit_parse_size(ctx, "1.5GiB", "--memory-budget", &v), BATCHFIT_OK);
+    CHECK_EQ(v, UINT64_C(3) << 29);
+    CHECK_EQ(batchfit_parse_size(ctx, "12XB", "--margin", &v), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "--margin");
+    CHECK_EQ(batchfit_parse_percent(ctx, "150%", "--peak-spread", &f), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "--peak-spread");
+    CHECK_EQ(batchfit_parse_requested_size(ctx, "none", "max_batch_size", &v), BATCHFIT_OK);
+    CHECK_EQ(v, 0);
+    CHECK_EQ(batchfit_parse_count(ctx, "0", "--min", 10, &v), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "--min");
+    CHECK_EQ(batchfit_resolve_vram_limit(ctx, "0.5", NULL, &v, &source), BATCHFIT_OK);
+    CHECK_EQ(v, UINT64_C(1) << 29);
+    CHECK_STR(source, "--vram-limit-gb");
+    CHECK_EQ(batchfit_parse_strategy(ctx, "fast", "--strategy", &st), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "\"fast\"");
+    batchfit_ctx_free(ctx);
 }
 
 TEST(parse_strategy_names)
@@ -196,11 +220,11 @@ TEST(parse_strategy_names)
     char err[256];
     static const char *const names[] = {"model", "bisect", "binsearch", "power", "halving"};
     for (int i = 0; i < 5; i++) {
-        CHECK_EQ(batchfit_parse_strategy(names[i], "--strategy", &s, err, sizeof err), BATCHFIT_OK);
+        CHECK_EQ(batchfit__parse_strategy(names[i], "--strategy", &s, err, sizeof err), BATCHFIT_OK);
         CHECK_EQ(s, i);
         CHECK_STR(batchfit_strategy_name(s), names[i]);
     }
-    CHECK_EQ(batchfit_parse_strategy("fast", "--strategy", &s, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_strategy("fast", "--strategy", &s, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "\"fast\"");
     CHECK(batchfit_strategy_name((batchfit_strategy)17) == NULL);
 }

@@ -82,7 +82,7 @@ static int device_is_clean(batchfit_device *d)
     if (batchfit_device_memory(d, &total, &free_bytes) != BATCHFIT_OK)
         return 0;
     uint64_t taken = total - free_bytes;
-    return batchfit_sim_in_use(d) == 0 && (taken == 0 || taken == UINT64_C(10) << 30);
+    return batchfit__sim_in_use(d) == 0 && (taken == 0 || taken == UINT64_C(10) << 30);
 }
 
 /* A context, a sim device, a counting step and default options. */
@@ -206,8 +206,9 @@ TEST(probe_build_error_is_reported)
     fixture_close(&f);
 }
 
-static int abort_at_once(const batchfit_trial *t, void *userdata)
+static int abort_at_once(const batchfit_result *r, const batchfit_trial *t, void *userdata)
 {
+    (void)r;
     (void)t;
     (void)userdata;
     return 1;

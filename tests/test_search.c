@@ -10,7 +10,8 @@ typedef struct curve_oracle {
     uint64_t error_from; /* batches >= this end in an error; 0 = never */
     uint64_t tried[256];
     unsigned count;
-    int abort_after;     /* oracle returns nonzero after this many trials; 0 = never */
+    int abort_after;     /* oracle returns abort_code after this many trials; 0 = never */
+    int abort_code;      /* 0: BATCHFIT_E_ABORTED */
 } curve_oracle;
 
 static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
@@ -20,7 +21,7 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         o->tried[o->count] = batch;
     o->count++;
     if (o->abort_after && (int)o->count > o->abort_after)
-        return 1;
+        return o->abort_code ? o->abort_code : BATCHFIT_E_ABORTED;
     if (o->error_from && batch >= o->error_from) {
         t->outcome = BATCHFIT_ERROR;
         snprintf(t->message, sizeof t->message, "IndexError: list index out of range");
@@ -258,8 +259,9 @@ TEST(search_minimum_does_not_fit)
     }
 }
 
-static int stop_after_two(const batchfit_trial *t, void *userdata)
+static int stop_after_two(const batchfit_result *r, const batchfit_trial *t, void *userdata)
 {
+    (void)r;
     (void)t;
     int *n = userdata;
     return ++*n >= 2;
@@ -289,6 +291,24 @@ TEST(search_abort_from_progress_and_oracle)
     d.abort_after = 3;
     CHECK_EQ(run_search(&o, 0, &d, &r), BATCHFIT_E_ABORTED);
     CHECK_EQ(r->trial_count, 3);
+    batchfit_result_free(r);
+
+    /* A trial that could not run ends the search with the oracle's code;
+     * it is never recorded as an outcome. */
+    curve_oracle e = {0};
+    e.per_sample = 1e6;
+    e.capacity = 1e9;
+    e.abort_after = 2;
+    e.abort_code = BATCHFIT_E_TRIAL_ERROR;
+    CHECK_EQ(run_search(&o, 0, &e, &r), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_EQ(r->trial_count, 2);
+    for (size_t i = 0; i < r->trial_count; i++)
+        CHECK(r->trials[i].outcome != BATCHFIT_ERROR);
+    batchfit_result_free(r);
+    /* A value that is not a code aborts. */
+    e.count = 0;
+    e.abort_code = 42;
+    CHECK_EQ(run_search(&o, 0, &e, &r), BATCHFIT_E_ABORTED);
     batchfit_result_free(r);
 }
 

@@ -1,0 +1,286 @@
+/* The result's one JSON writer (schema_version 1), used by the CLI's
+ * --export-json, by programs that embed batchfit and by bindings, so all
+ * of them write the same document. */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct writer {
+    batchfit__buf *out;
+    int depth;
+    int need_comma[32];
+} writer;
+
+static void put_string(batchfit__buf *b, const char *s)
+{
+    batchfit__buf_append(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"':
+            batchfit__buf_append(b, "\\\"", 2);
+            break;
+        case '\\':
+            batchfit__buf_append(b, "\\\\", 2);
+            break;
+        case '\n':
+            batchfit__buf_append(b, "\\n", 2);
+            break;
+        case '\r':
+            batchfit__buf_append(b, "\\r", 2);
+            break;
+        case '\t':
+            batchfit__buf_append(b, "\\t", 2);
+            break;
+        default:
+            if (*p < 0x20)
+                batchfit__buf_printf(b, "\\u%04x", *p);
+            else
+                batchfit__buf_append(b, (const char *)p, 1);
+        }
+    }
+    batchfit__buf_append(b, "\"", 1);
+}
+
+static void indent(writer *w)
+{
+    batchfit__buf_append(w->out, "\n", 1);
+    for (int i = 0; i < w->depth; i++)
+        batchfit__buf_append(w->out, "  ", 2);
+}
+
+/* Writes the separator and the key (inside objects) before a value. */
+static void prefix(writer *w, const char *key)
+{
+    if (w->need_comma[w->depth])
+        batchfit__buf_append(w->out, ",", 1);
+    if (w->depth > 0)
+        indent(w);
+    w->need_comma[w->depth] = 1;
+    if (key) {
+        put_string(w->out, key);
+        batchfit__buf_append(w->out, ": ", 2);
+    }
+}
+
+static void open_container(writer *w, const char *key, char c)
+{
+    prefix(w, key);
+    batchfit__buf_append(w->out, &c, 1);
+    if (w->depth < 31)
+        w->depth++;
+    w->need_comma[w->depth] = 0;
+}
+
+static void close_container(writer *w, char c)
+{
+    int had = w->need_comma[w->depth];
+    if (w->depth > 0)
+        w->depth--;
+    if (had)
+        indent(w);
+    batchfit__buf_append(w->out, &c, 1);
+    if (w->depth == 0)
+        batchfit__buf_append(w->out, "\n", 1);
+}
+
+static void object(writer *w, const char *key)
+{
+    open_container(w, key, '{');
+}
+
+static void array(writer *w, const char *key)
+{
+    open_container(w, key, '[');
+}
+
+static void end_object(writer *w)
+{
+    close_container(w, '}');
+}
+
+static void end_array(writer *w)
+{
+    close_container(w, ']');
+}
+
+static void string(writer *w, const char *key, const char *value)
+{
+    prefix(w, key);
+    if (value)
+        put_string(w->out, value);
+    else
+        batchfit__buf_append(w->out, "null", 4);
+}
+
+static void null(writer *w, const char *key)
+{
+    prefix(w, key);
+    batchfit__buf_append(w->out, "null", 4);
+}
+
+static void u64(writer *w, const char *key, uint64_t value)
+{
+    prefix(w, key);
+    batchfit__buf_printf(w->out, "%llu", (unsigned long long)value);
+}
+
+/* A count or size that is unknown when zero. */
+static void u64_or_null(writer *w, const char *key, int known, uint64_t value)
+{
+    if (known)
+        u64(w, key, value);
+    else
+        null(w, key);
+}
+
+static void i64(writer *w, const char *key, long long value)
+{
+    prefix(w, key);
+    batchfit__buf_printf(w->out, "%lld", value);
+}
+
+static void number(writer *w, const char *key, double value)
+{
+    prefix(w, key);
+    if (isfinite(value))
+        batchfit__buf_printf(w->out, "%.17g", value);
+    else
+        batchfit__buf_append(w->out, "null", 4);
+}
+
+static void boolean(writer *w, const char *key, int value)
+{
+    prefix(w, key);
+    batchfit__buf_append(w->out, value ? "true" : "false", value ? 4 : 5);
+}
+
+static const char *lattice_name(batchfit_lattice_kind k)
+{
+    return k == BATCHFIT_LATTICE_POW2       ? "power_of_two"
+           : k == BATCHFIT_LATTICE_MULTIPLE ? "multiple_of"
+                                            : "every_integer";
+}
+
+static void write_trial(writer *w, const batchfit_trial *t)
+{
+    const batchfit_trial_process *d = t->process.ran ? &t->process : NULL;
+    object(w, NULL);
+    u64(w, "batch", t->batch);
+    string(w, "outcome", batchfit_outcome_name(t->outcome));
+    boolean(w, "accepted", t->accepted);
+    u64_or_null(w, "exit_code", d && d->exited, d ? (uint64_t)d->exit_code : 0);
+    u64_or_null(w, "signal", d && d->signal, d ? (uint64_t)d->signal : 0);
+    if (t->peak_known)
+        u64(w, t->outcome == BATCHFIT_FITS ? "peak_bytes" : "needed_bytes_at_least",
+            t->peak_bytes);
+    else
+        null(w, "peak_bytes");
+    if (d) {
+        string(w, "peak_source", d->peak_source);
+        u64(w, "sampled_peak_bytes", d->sampled_peak_bytes);
+        u64(w, "host_peak_bytes", d->host_peak_bytes);
+        u64_or_null(w, "device_peak_bytes", d->device_peak_known, d->device_peak_bytes);
+        u64_or_null(w, "device_free_drop_bytes", d->device_free_drop_known,
+                    d->device_free_drop_bytes);
+        string(w, "oom_signature", d->oom_signature[0] ? d->oom_signature : NULL);
+    }
+    number(w, "seconds", t->seconds);
+    string(w, "reason", t->message[0] ? t->message : NULL);
+    end_object(w);
+}
+
+int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
+{
+    writer w;
+    memset(&w, 0, sizeof w);
+    w.out = out;
+    const batchfit_budget *b = &r->budget;
+    object(&w, NULL);
+    u64(&w, "schema_version", 1);
+    string(&w, "batchfit_version", BATCHFIT_VERSION_STRING);
+    array(&w, "command");
+    for (size_t i = 0; i < r->command_argc; i++)
+        string(&w, NULL, r->command[i]);
+    end_array(&w);
+
+    object(&w, "device");
+    string(&w, "spec", r->device_spec);
+    string(&w, "kind", r->device_spec ? r->device.kind : NULL);
+    if (r->device_spec) {
+        string(&w, "name", r->device.name);
+        string(&w, "uuid", r->device.uuid[0] ? r->device.uuid : NULL);
+        string(&w, "pci_bus_id", r->device.pci_bus_id[0] ? r->device.pci_bus_id : NULL);
+    }
+    u64_or_null(&w, "total_bytes", b->known, b->total_bytes);
+    u64_or_null(&w, "free_bytes", b->known, b->free_bytes);
+    end_object(&w);
+
+    object(&w, "budget");
+    u64_or_null(&w, "usable_bytes", b->known, b->usable_bytes);
+    u64_or_null(&w, "margin_bytes", b->known, b->margin_bytes);
+    u64_or_null(&w, "budget_bytes", b->known, b->budget_bytes);
+    u64_or_null(&w, "held_bytes", b->known, b->held_bytes);
+    if (b->known)
+        number(&w, "peak_spread", b->peak_spread);
+    else
+        null(&w, "peak_spread");
+    u64_or_null(&w, "memory_budget_bytes", r->memory_budget_bytes != 0, r->memory_budget_bytes);
+    end_object(&w);
+
+    object(&w, "vram_limit");
+    u64_or_null(&w, "bytes", b->vram_limit_bytes != 0, b->vram_limit_bytes);
+    string(&w, "source", r->vram_limit_source ? r->vram_limit_source : "none");
+    end_object(&w);
+
+    object(&w, "lattice");
+    string(&w, "kind", lattice_name(r->lattice));
+    u64(&w, "multiple", r->lattice == BATCHFIT_LATTICE_MULTIPLE ? r->lattice_multiple : 1);
+    u64_or_null(&w, "min", r->min_batch != 0, r->min_batch);
+    u64_or_null(&w, "max", r->min_batch != 0, r->upper_bound);
+    u64_or_null(&w, "requested_max", r->requested_max != 0, r->requested_max);
+    end_object(&w);
+
+    string(&w, "strategy", batchfit_strategy_name(r->strategy));
+    object(&w, "cache");
+    string(&w, "key", r->cache_key);
+    boolean(&w, "hit", r->cache_hit);
+    u64_or_null(&w, "remembered_batch_size", r->cache_hit, r->cache_remembered);
+    end_object(&w);
+    string(&w, "mechanisms", r->mechanisms ? r->mechanisms : "in-process trials on the device");
+    number(&w, "sample_interval_ms", r->sample_interval * 1000.0);
+
+    array(&w, "trials");
+    for (size_t i = 0; i < r->trial_count; i++)
+        write_trial(&w, &r->trials[i]);
+    end_array(&w);
+
+    if (r->fit.valid) {
+        object(&w, "fit");
+        number(&w, "intercept_bytes", r->fit.intercept_bytes);
+        number(&w, "bytes_per_sample", r->fit.bytes_per_sample);
+        number(&w, "max_residual_bytes", r->fit.max_residual_bytes);
+        u64(&w, "points", r->fit.points);
+        end_object(&w);
+    } else {
+        null(&w, "fit");
+    }
+
+    object(&w, "result");
+    u64_or_null(&w, "batch_size", r->batch_size != 0, r->batch_size);
+    u64(&w, "trials", r->trial_count);
+    u64(&w, "oom_trials", r->oom_trials);
+    u64_or_null(&w, "smallest_failure", r->smallest_failure != 0, r->smallest_failure);
+    u64_or_null(&w, "estimate", r->first_guess != 0, r->first_guess);
+    i64(&w, "exit_code", r->interrupted ? 130 : batchfit_exit_status(r->status));
+    string(&w, "error", r->error);
+    boolean(&w, "interrupted", r->interrupted);
+    end_object(&w);
+
+    array(&w, "warnings");
+    for (size_t i = 0; i < r->warning_count; i++)
+        string(&w, NULL, r->warnings[i]);
+    end_array(&w);
+    end_object(&w);
+    return batchfit__buf_text(out) ? BATCHFIT_OK : BATCHFIT_E_NO_MEMORY;
+}

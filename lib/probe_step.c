@@ -1,0 +1,113 @@
+/* The in-process trial source: a step factory. build() runs once the
+ * margin is held, release() exactly once for every successful build(), on
+ * every path (the orchestration in probe.c guarantees the pairing). */
+#include "probe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct step_source {
+    trial_source base; /* first: the orchestration passes the base */
+    const batchfit_step *step;
+    void *userdata;
+    batchfit_device *device;
+    void *state;
+} step_source;
+
+static int step_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
+{
+    step_source *p = userdata;
+    if (batchfit__interrupt_pending())
+        return batchfit__fail(p->device->ctx, BATCHFIT_E_ABORTED,
+                              "interrupted before the trial at batch size %llu",
+                              (unsigned long long)batch);
+    const batchfit_device_ops *ops = p->device->ops;
+    batchfit_step_report report;
+    memset(&report, 0, sizeof report);
+    if (ops->peak_begin)
+        ops->peak_begin(p->device);
+    double start = batchfit__now();
+    batchfit_outcome outcome = p->step->run(p->state, batch, &report);
+    trial->seconds = batchfit__now() - start;
+    if (outcome != BATCHFIT_FITS && outcome != BATCHFIT_OOM && outcome != BATCHFIT_ERROR) {
+        snprintf(report.message, sizeof report.message, "run() returned unknown outcome %d",
+                 (int)outcome);
+        outcome = BATCHFIT_ERROR;
+    }
+    trial->outcome = outcome;
+    report.message[sizeof report.message - 1] = '\0';
+    memcpy(trial->message, report.message, sizeof trial->message);
+    /* The step's own measurement wins; otherwise the device's, when it can
+     * measure. After an OOM only the step can say what it needed. */
+    uint64_t peak;
+    if (report.peak_known && outcome != BATCHFIT_ERROR) {
+        trial->peak_known = 1;
+        trial->peak_bytes = report.peak_bytes;
+    } else if (outcome == BATCHFIT_FITS && ops->peak_end &&
+               ops->peak_end(p->device, &peak) == BATCHFIT_OK) {
+        trial->peak_known = 1;
+        trial->peak_bytes = peak;
+    }
+    if (outcome == BATCHFIT_OOM && p->step->on_oom)
+        p->step->on_oom(p->state, batch);
+    return BATCHFIT_OK;
+}
+
+static int step_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *device,
+                      batchfit_result *result)
+{
+    step_source *p = (step_source *)src;
+    const batchfit_device_ops *ops = device->ops;
+    p->device = device;
+    char msg[BATCHFIT_MESSAGE_MAX] = "";
+    uint64_t before = 0, after = 0;
+    int usage_known = ops->usage && ops->usage(device, &before) == BATCHFIT_OK;
+    batchfit_outcome built = p->step->build(p->userdata, device, &p->state, msg, sizeof msg);
+    if (built == BATCHFIT_OOM)
+        return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
+                              "the step could not even be built within the budget: %s; try a "
+                              "smaller model, lower precision, a smaller margin or a larger "
+                              "device",
+                              msg[0] ? msg : "out of memory");
+    if (built != BATCHFIT_FITS)
+        return batchfit__fail(ctx, BATCHFIT_E_TRIAL_ERROR, "building the step failed: %s",
+                              msg[0] ? msg : "(no message)");
+    /* What the built step holds before any trial (weights, optimizer state)
+     * is the intercept of its memory curve. */
+    if (usage_known && ops->usage(device, &after) == BATCHFIT_OK && after >= before) {
+        result->baseline_known = 1;
+        result->baseline_bytes = after - before;
+    }
+    return BATCHFIT_OK;
+}
+
+static void step_end(trial_source *src)
+{
+    step_source *p = (step_source *)src;
+    p->step->release(p->state);
+}
+
+int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
+                   const batchfit_step *step, void *step_userdata, batchfit_result **out)
+{
+    if (!ctx || !out)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    *out = NULL;
+    int rc = batchfit__check_options(ctx, opts);
+    if (rc)
+        return rc;
+    if (!step || step->struct_size < sizeof *step || !step->build || !step->run || !step->release)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "step: struct_size, build, run and release are required");
+    step_source src = {
+        .base = {.name = step->name,
+                 .cache_key = opts->cache_key,
+                 .step_min = step->min_batch,
+                 .begin = step_begin,
+                 .trial = step_trial,
+                 .end = step_end},
+        .step = step,
+        .userdata = step_userdata,
+    };
+    return batchfit__probe_run(ctx, opts, device, &src.base, out);
+}

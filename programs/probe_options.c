@@ -1,0 +1,385 @@
+/* batchfit probe's options: one table says each option's name, argument,
+ * kind, limit and destination (curl's tool_getparam), so --help, the man
+ * page and the parser cannot drift apart. A bad value exits 2 naming the
+ * flag, before anything runs. */
+#include "probe.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_TRIALS_LIMIT 10000
+#define BATCH_LIMIT (UINT64_C(1) << 62)
+
+typedef enum opt_kind {
+    OPT_FLAG,    /* a switch: stores limit into an int */
+    OPT_COUNT,   /* a positive whole number up to limit, into a uint64_t */
+    OPT_SECONDS, /* a positive number (seconds or milliseconds), into a double */
+    OPT_TEXT,    /* the text itself, into a const char * */
+    OPT_SPECIAL  /* parsed by its own function */
+} opt_kind;
+
+typedef int (*special_fn)(batchfit_ctx *ctx, probe_cli *c, const char *value);
+
+typedef struct option_def {
+    const char *name;
+    const char *arg; /* NULL: a switch */
+    opt_kind kind;
+    size_t offset;   /* the destination in probe_cli */
+    uint64_t limit;
+    special_fn special;
+    const char *help;
+} option_def;
+
+static int fail_ctx(batchfit_ctx *ctx)
+{
+    return probe_bad_value(batchfit_ctx_last_error(ctx));
+}
+
+int probe_bad_value(const char *message)
+{
+    fprintf(stderr, "batchfit probe: %s\n", message);
+    return EXIT_USAGE;
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("batchfit probe: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n(see batchfit probe --help)\n", stderr);
+    return EXIT_USAGE;
+}
+
+static int set_max(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    if (batchfit_parse_requested_size(ctx, value, "--max", &c->opts.requested_max))
+        return fail_ctx(ctx);
+    c->max_text = value;
+    return 0;
+}
+
+static int set_multiple(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    uint64_t n;
+    if (batchfit_parse_count(ctx, value, "--multiple-of", UINT64_C(1) << 40, &n))
+        return fail_ctx(ctx);
+    if (c->opts.lattice == BATCHFIT_LATTICE_POW2)
+        return probe_bad_value("--multiple-of and --power-of-two exclude each other");
+    c->opts.lattice = BATCHFIT_LATTICE_MULTIPLE;
+    c->opts.lattice_multiple = n;
+    return 0;
+}
+
+static int set_power_of_two(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    (void)ctx;
+    (void)value;
+    if (c->opts.lattice == BATCHFIT_LATTICE_MULTIPLE)
+        return probe_bad_value("--multiple-of and --power-of-two exclude each other");
+    c->opts.lattice = BATCHFIT_LATTICE_POW2;
+    return 0;
+}
+
+static int set_margin(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    batchfit_options *o = &c->opts;
+    size_t len = strlen(value);
+    if (len && value[len - 1] == '%') {
+        if (batchfit_parse_percent(ctx, value, "--margin", &o->margin_fraction))
+            return fail_ctx(ctx);
+        if (o->margin_fraction >= 1.0)
+            return probe_bad_value("--margin: a margin of 100% leaves nothing to probe");
+        o->margin_bytes = 0;
+        return 0;
+    }
+    if (batchfit_parse_size(ctx, value, "--margin", &o->margin_bytes))
+        return fail_ctx(ctx);
+    if (o->margin_bytes == 0)
+        o->margin_fraction = 0.0;
+    return 0;
+}
+
+static int set_vram_limit(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    if (batchfit_resolve_vram_limit(ctx, value, "--vram-limit-gb", &c->opts.vram_limit_bytes,
+                                    &c->opts.vram_limit_source))
+        return fail_ctx(ctx);
+    c->vram_flag = value;
+    return 0;
+}
+
+static int set_memory_budget(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    if (batchfit_parse_size(ctx, value, "--memory-budget", &c->opts.memory_budget_bytes))
+        return fail_ctx(ctx);
+    if (c->opts.memory_budget_bytes == 0)
+        return probe_bad_value("--memory-budget: it must be larger than zero");
+    return 0;
+}
+
+static int set_strategy(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    if (batchfit_parse_strategy(ctx, value, "--strategy", &c->opts.strategy))
+        return fail_ctx(ctx);
+    return 0;
+}
+
+static int add_oom_pattern(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    (void)ctx;
+    if (c->oom_pattern_count == MAX_OOM_PATTERNS)
+        return probe_bad_value("--oom-pattern: at most 32 patterns");
+    c->oom_patterns[c->oom_pattern_count++] = value;
+    return 0;
+}
+
+static int set_cache_key(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    (void)ctx;
+    if (!value[0])
+        return probe_bad_value("--cache-key: it must not be empty");
+    c->opts.cache_key = value;
+    return 0;
+}
+
+static int set_peak_spread(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    if (batchfit_parse_percent(ctx, value, "--peak-spread", &c->opts.peak_spread))
+        return fail_ctx(ctx);
+    if (c->opts.peak_spread >= 0.5)
+        return probe_bad_value("--peak-spread: it must be below 50%");
+    return 0;
+}
+
+static int set_style(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    (void)ctx;
+    if (strcmp(value, "none") == 0) {
+        c->style = STYLE_NONE;
+    } else if (strcmp(value, "basic") == 0) {
+        c->style = STYLE_BASIC;
+    } else if (strcmp(value, "auto") == 0) {
+        const char *term = getenv("TERM");
+        c->style = isatty(2) && !getenv("NO_COLOR") && !(term && strcmp(term, "dumb") == 0)
+                       ? STYLE_COLOR
+                       : STYLE_BASIC;
+    } else {
+        return usage_error("--style: invalid value \"%s\": expected auto, basic or none", value);
+    }
+    return 0;
+}
+
+#define AT(field) offsetof(probe_cli, field)
+
+/* The single list of options: --help prints it and doc/batchfit.1 mirrors it
+ * (a test checks that the two agree). */
+static const option_def options[] = {
+    {"--min", "N", OPT_COUNT, AT(opts.min_batch), BATCH_LIMIT, NULL,
+     "the smallest batch size the step can run at all (default 1)"},
+    {"--max", "N", OPT_SPECIAL, 0, 0, set_max,
+     "the requested maximum, max_batch_size (0 = the device decides)"},
+    {"--samples", "N", OPT_COUNT, AT(opts.samples), BATCH_LIMIT, NULL,
+     "the dataset size: no batch larger than this"},
+    {"--multiple-of", "N", OPT_SPECIAL, 0, 0, set_multiple, "allow only multiples of N"},
+    {"--power-of-two", NULL, OPT_SPECIAL, 0, 0, set_power_of_two,
+     "allow only powers of two (the requested maximum is one more candidate)"},
+    {"--margin", "SIZE|PCT", OPT_SPECIAL, 0, 0, set_margin,
+     "memory held back from the budget (default 5%)"},
+    {"--vram-limit-gb", "X", OPT_SPECIAL, 0, 0, set_vram_limit,
+     "cap the device memory a probe may use, in GiB (2^30 bytes; fractions allowed). "
+     "Precedence: --vram-limit-gb, then VRAM_LIMIT_GB, then BATCHFIT_VRAM_LIMIT_GB; an "
+     "empty variable counts as unset. Zero, negative, NaN, infinite or non-numeric values "
+     "are errors."},
+    {"--memory-budget", "SIZE", OPT_SPECIAL, 0, 0, set_memory_budget,
+     "use SIZE instead of the device's free memory"},
+    {"--device", "SPEC", OPT_TEXT, AT(device_spec), 0, NULL,
+     "auto, host, sim:KEY=VALUE,... or cuda:N (default auto: the first NVIDIA GPU, else host)"},
+    {"--strategy", "NAME", OPT_SPECIAL, 0, 0, set_strategy,
+     "model, bisect, binsearch, power or halving (default model)"},
+    {"--max-trials", "N", OPT_COUNT, AT(max_trials), MAX_TRIALS_LIMIT, NULL,
+     "stop after N trials (default 40)"},
+    {"--estimate", "N", OPT_COUNT, AT(opts.first_guess), UINT64_C(1) << 40, NULL,
+     "a predicted largest batch (from batchfit estimate) to try first"},
+    {"--timeout", "SECONDS", OPT_SECONDS, AT(timeout_seconds), 0, NULL,
+     "per trial; then the trial's process group gets SIGTERM, then SIGKILL"},
+    {"--oom-pattern", "REGEX", OPT_SPECIAL, 0, 0, add_oom_pattern,
+     "one more out-of-memory signature (repeatable)"},
+    {"--show-output", NULL, OPT_FLAG, AT(cmd.show_output), 1, NULL,
+     "copy every trial's output to stderr"},
+    {"--export-json", "FILE", OPT_TEXT, AT(export_json), 0, NULL,
+     "write the results as JSON, rewritten after every trial (- = stdout)"},
+    {"--hyperparameters", "FILE", OPT_TEXT, AT(hyperparameters), 0, NULL,
+     "read max_batch_size (never batch_size) from a JSON file"},
+    {"--enforce", NULL, OPT_FLAG, AT(cmd.enforce), 1, NULL,
+     "add a hard memory cap per trial (cgroup limit, else RLIMIT_AS)"},
+    {"--crash-is-oom", NULL, OPT_FLAG, AT(cmd.crash_is_oom), 1, NULL,
+     "with --enforce, count a crash near the cap as out of memory"},
+    {"--no-watchdog", NULL, OPT_FLAG, AT(cmd.watchdog), 0, NULL,
+     "let a trial run on after its memory passes the budget"},
+    {"--sample-interval", "MS", OPT_SECONDS, AT(sample_interval_ms), 0, NULL,
+     "milliseconds between memory samples (default 20)"},
+    {"--peak-spread", "PCT", OPT_SPECIAL, 0, 0, set_peak_spread,
+     "trial-to-trial spread of peaks to guard against (default: the device's, 5% on host)"},
+    {"--no-cgroup", NULL, OPT_FLAG, AT(no_cgroup), 1, NULL,
+     "measure with wait4's rusage and sampling only"},
+    {"--cache", NULL, OPT_FLAG, AT(no_cache), 0, NULL,
+     "verify a remembered answer in two trials instead of searching (the default: it is "
+     "always verified)"},
+    {"--no-cache", NULL, OPT_FLAG, AT(no_cache), 1, NULL, "neither read nor write the cache"},
+    {"--cache-key", "KEY", OPT_SPECIAL, 0, 0, set_cache_key,
+     "name the model in the cache key instead of hashing the command"},
+    {"--quiet", NULL, OPT_FLAG, AT(quiet), 1, NULL, "print only the result"},
+    {"--style", "auto|basic|none", OPT_SPECIAL, 0, 0, set_style,
+     "progress output: auto (colour on a terminal unless NO_COLOR), basic (plain), none (no "
+     "progress lines)"},
+    {"--help", NULL, OPT_SPECIAL, 0, 0, NULL, "show this help (also -h)"},
+    {"--version", NULL, OPT_SPECIAL, 0, 0, NULL, "show the version"},
+};
+
+#define OPTION_COUNT (sizeof options / sizeof options[0])
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "usage: batchfit probe [options] -- COMMAND [ARGS...]\n"
+               "       batchfit probe --device sim:SPEC [options]\n\n"
+               "Runs COMMAND once per trial with {batch} in ARGS replaced by the batch size (and\n"
+               "BATCHFIT_BATCH_SIZE in its environment) and prints the largest batch size that\n"
+               "fits, as the last line on stdout: batch_size=N.\n\noptions:\n");
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        int width = fprintf(f, "  %s%s%s", options[i].name, options[i].arg ? " " : "",
+                            options[i].arg ? options[i].arg : "");
+        fprintf(f, "%*s", width < 29 ? 29 - width : 1, "");
+        /* Wrap the description at 80 columns under its own column. */
+        const char *h = options[i].help;
+        while (*h) {
+            size_t room = 80 - 29, len = strlen(h);
+            if (len > room) {
+                len = room;
+                while (len > 0 && h[len] != ' ')
+                    len--;
+                if (len == 0)
+                    len = room;
+            }
+            fprintf(f, "%.*s\n", (int)len, h);
+            h += len;
+            while (*h == ' ')
+                h++;
+            if (*h)
+                fprintf(f, "%29s", "");
+        }
+    }
+    fprintf(f, "\nexit status: 0 found, 2 bad usage or input (nothing run), 3 even the minimum "
+               "does not fit,\n4 a trial failed with an error that is not out-of-memory, 5 no "
+               "usable device, 130 interrupted.\n");
+}
+
+static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const char *value)
+{
+    char *dest = (char *)c + def->offset;
+    switch (def->kind) {
+    case OPT_FLAG:
+        *(int *)(void *)dest = (int)def->limit;
+        return 0;
+    case OPT_COUNT:
+        if (batchfit_parse_count(ctx, value, def->name, def->limit, (uint64_t *)(void *)dest))
+            return fail_ctx(ctx);
+        return 0;
+    case OPT_SECONDS: {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(v) || v <= 0.0 || v > 1e9) {
+            fprintf(stderr, "batchfit probe: %s: invalid value \"%s\": expected a positive number\n",
+                    def->name, value);
+            return EXIT_USAGE;
+        }
+        *(double *)(void *)dest = v;
+        return 0;
+    }
+    case OPT_TEXT:
+        *(const char **)(void *)dest = value;
+        return 0;
+    case OPT_SPECIAL:
+        return def->special(ctx, c, value);
+    }
+    return usage_error("unknown option %s", def->name);
+}
+
+static void defaults(probe_cli *c)
+{
+    memset(c, 0, sizeof *c);
+    batchfit_options_init(&c->opts);
+    batchfit_command_options_init(&c->cmd);
+    c->opts.cache = 1;
+    /* The CLI measures or fails: a size it did not measure is not an answer. */
+    c->opts.no_device = BATCHFIT_NO_DEVICE_ERROR;
+    c->device_spec = "auto";
+    c->sample_interval_ms = 20.0;
+    c->max_trials = BATCHFIT_DEFAULT_MAX_TRIALS;
+    set_style(NULL, c, "auto");
+}
+
+int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
+{
+    defaults(c);
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            print_help(stdout);
+            return EXIT_FOUND;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("batchfit %s\n", batchfit_version_string());
+            return EXIT_FOUND;
+        }
+        if (arg[0] != '-' || arg[1] == '\0')
+            break; /* the command starts here */
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const option_def *def = NULL;
+        for (size_t k = 0; k < OPTION_COUNT && !def; k++)
+            if (strlen(options[k].name) == len && strncmp(options[k].name, arg, len) == 0)
+                def = &options[k];
+        if (!def)
+            return usage_error("unknown option %.*s%s", len > 60 ? 60 : (int)len, arg,
+                               len > 60 ? "..." : "");
+        const char *value = NULL;
+        if (def->arg) {
+            if (eq)
+                value = eq + 1;
+            else if (i + 1 < argc)
+                value = argv[++i];
+            else
+                return usage_error("%s needs a value (%s)", def->name, def->arg);
+        } else if (eq) {
+            return usage_error("%s takes no value", def->name);
+        }
+        int rc = apply(ctx, c, def, value);
+        if (rc != 0)
+            return rc;
+    }
+    c->command = argv + i;
+    c->command_argc = argc - i;
+    c->opts.max_trials = (unsigned)c->max_trials;
+    c->opts.cache = !c->no_cache;
+    c->cmd.timeout_seconds = c->timeout_seconds;
+    c->cmd.sample_interval = c->sample_interval_ms / 1000.0;
+    c->cmd.cgroups = c->no_cgroup ? BATCHFIT_CGROUPS_OFF : BATCHFIT_CGROUPS_AUTO;
+    c->cmd.oom_patterns = c->oom_patterns;
+    c->cmd.argv = (const char *const *)c->command;
+    return -1;
+}

@@ -1,0 +1,145 @@
+/* What batchfit probe shows while it runs: a preamble (how peaks are
+ * measured, the ballast held), one line per trial with the bracket so far,
+ * then a summary or the failure with the last lines of the command's
+ * output. Everything goes to stderr; results go to stdout. */
+#include "probe.h"
+
+#include <string.h>
+
+volatile sig_atomic_t probe_interrupted;
+
+static void print_preamble(const session *s, const batchfit_result *r)
+{
+    if (r->cache_hit)
+        fprintf(stderr, "batchfit: cache: %s remembers batch size %llu; verifying it\n",
+                r->cache_key, (unsigned long long)r->cache_remembered);
+    if (r->mechanisms)
+        fprintf(stderr, "batchfit: %s\n", r->mechanisms);
+    if (r->budget.held_bytes) {
+        char held[32];
+        batchfit_format_bytes((double)r->budget.held_bytes, held, sizeof held);
+        fprintf(stderr, "batchfit: holding %s of ballast on %s while trials run\n", held,
+                batchfit_device_spec(s->device));
+    }
+}
+
+/* The largest size that fits and the smallest that failed so far. */
+static void bracket(const batchfit_result *r, uint64_t *fit, uint64_t *fail)
+{
+    *fit = 0;
+    *fail = 0;
+    for (size_t i = 0; i < r->trial_count; i++) {
+        const batchfit_trial *t = &r->trials[i];
+        if (t->accepted && t->batch > *fit)
+            *fit = t->batch;
+        if (!t->accepted && t->outcome != BATCHFIT_ERROR && (!*fail || t->batch < *fail))
+            *fail = t->batch;
+    }
+}
+
+/* Called after every trial: one progress line, and the JSON rewritten. */
+int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *userdata)
+{
+    session *s = userdata;
+    s->result = (batchfit_result *)(uintptr_t)r;
+    const probe_cli *c = s->cli;
+    if (!c->quiet && c->style != STYLE_NONE) {
+        if (!s->preamble_printed)
+            print_preamble(s, r);
+        char peak[32] = "unknown";
+        if (t->peak_known)
+            batchfit_format_bytes((double)t->peak_bytes, peak, sizeof peak);
+        const char *color = "", *reset = "";
+        if (c->style == STYLE_COLOR) {
+            color = t->accepted                     ? "\033[32m"
+                    : t->outcome == BATCHFIT_ERROR ? "\033[31m"
+                                                    : "\033[33m";
+            reset = "\033[0m";
+        }
+        const char *what = t->accepted                   ? "fits"
+                           : t->outcome == BATCHFIT_FITS ? "too close"
+                                                         : batchfit_outcome_name(t->outcome);
+        uint64_t fit, fail;
+        bracket(r, &fit, &fail);
+        fprintf(stderr, "batchfit: trial %zu: batch %llu %s%s%s, %s %s, %.2f s  [fits <= %llu",
+                r->trial_count, (unsigned long long)t->batch, color, what, reset,
+                t->outcome == BATCHFIT_FITS ? "peak" : "needed at least", peak, t->seconds,
+                (unsigned long long)fit);
+        if (fail)
+            fprintf(stderr, ", fails >= %llu", (unsigned long long)fail);
+        fprintf(stderr, "]");
+        if (t->message[0] && !t->accepted)
+            fprintf(stderr, "\n          %s", t->message);
+        fputc('\n', stderr);
+    }
+    s->preamble_printed = 1;
+    probe_export_json(s, 0);
+    return probe_interrupted ? 1 : 0;
+}
+
+void probe_print_summary(const session *s)
+{
+    const batchfit_result *r = s->result;
+    if (s->cli->quiet || !r || !r->batch_size)
+        return;
+    if (r->source == BATCHFIT_SOURCE_FALLBACK)
+        return;
+    char budget[32], usable[32], margin[32];
+    batchfit_format_bytes((double)r->budget.budget_bytes, budget, sizeof budget);
+    batchfit_format_bytes((double)r->budget.usable_bytes, usable, sizeof usable);
+    batchfit_format_bytes((double)r->budget.margin_bytes, margin, sizeof margin);
+    fprintf(stderr,
+            "batchfit: batch size %llu, found in %zu trials (%zu out of memory) with the %s "
+            "strategy\n",
+            (unsigned long long)r->batch_size, r->trial_count, r->oom_trials,
+            batchfit_strategy_name(r->strategy));
+    fprintf(stderr, "  budget %s of %s usable (margin %s held back)\n", budget, usable, margin);
+    for (size_t i = r->trial_count; i-- > 0;) {
+        const batchfit_trial *t = &r->trials[i];
+        if (t->batch == r->batch_size && t->accepted && t->peak_known) {
+            char peak[32], headroom[32];
+            batchfit_format_bytes((double)t->peak_bytes, peak, sizeof peak);
+            batchfit_format_bytes((double)r->budget.budget_bytes - (double)t->peak_bytes,
+                                  headroom, sizeof headroom);
+            fprintf(stderr, "  peak at batch %llu: %s, headroom %s\n",
+                    (unsigned long long)t->batch, peak, headroom);
+            break;
+        }
+    }
+    if (r->first_guess)
+        fprintf(stderr, "  the estimate of %llu was %.0f%% of the measured %llu\n",
+                (unsigned long long)r->first_guess,
+                100.0 * (double)r->first_guess / (double)r->batch_size,
+                (unsigned long long)r->batch_size);
+    if (r->fit.valid) {
+        char fixed[32], per[32];
+        batchfit_format_bytes(r->fit.intercept_bytes > 0 ? r->fit.intercept_bytes : 0, fixed,
+                              sizeof fixed);
+        batchfit_format_bytes(r->fit.bytes_per_sample, per, sizeof per);
+        fprintf(stderr, "  fitted memory: %s + %s per sample\n", fixed, per);
+    }
+}
+
+void probe_print_failure(const session *s)
+{
+    const batchfit_result *r = s->result;
+    fprintf(stderr, "batchfit probe: %s\n",
+            r && r->interrupted ? "interrupted"
+            : r && r->error     ? r->error
+                                : batchfit_ctx_last_error(s->ctx));
+    if (!r || r->status != BATCHFIT_E_TRIAL_ERROR || !r->trial_count)
+        return;
+    const batchfit_trial_process *d = &r->trials[r->trial_count - 1].process;
+    if (d->tail[0]) {
+        fprintf(stderr, "last lines of its output:\n");
+        const char *p = d->tail;
+        while (*p) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            fprintf(stderr, "  | %.*s\n", (int)len, p);
+            p += len + (nl != NULL);
+        }
+    }
+    if (d->ran && !s->cli->cmd.show_output)
+        fprintf(stderr, "(--show-output shows the whole output of every trial)\n");
+}
