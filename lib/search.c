@@ -531,14 +531,21 @@ static int propose_model(search *s, int64_t *next)
         if (certifiable && predicted - tolerance > s->safe_budget)
             return 1;
         /* The line puts the next size within the measured scatter below
-         * the threshold (or above it): it passes or fails by the draw, and
+         * the aim (the threshold less that scatter once more, or above it):
+         * it passes or fails by the draw, and
          * points nearer the boundary would only move the line by that
          * scatter again. Where the points lie on a line to within
          * rounding, that band is under one lattice step wide and the answer
          * is at most one step short of where a re-run decides. */
-        if (predicted > s->aim)
+        if (predicted > s->aim - measured)
             return 1;
     }
+    /* Two points show no scatter of their own. The declared band then only
+     * makes the certificate harder: the next size must be over the
+     * threshold by that band and a granule beyond the line. */
+    if (s->spread > 0.0 && !scatter_known && use == 2 && s->lo >= 0 && lo_x == top_x &&
+        top_y + slope * (next_x - top_x) - declared - granule > s->safe_budget)
+        return 1;
     int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
     if (s->spread > 0.0 && c <= s->lo) {
         /* The careful slope says no further, the central one says there is
