@@ -176,9 +176,9 @@ $(BENCH): $(BUILD)/bench/bench.o $(BUILD)/bench/profiles.o $(STATIC)
 # bench/results.json, bench/RESULTS.md and bench/trials.svg.
 BENCH_SEED ?= 20261129
 BENCH_PROFILES ?= 300
-bench: $(BENCH) $(CLI) $(EXAMPLES)
+bench: $(BENCH) $(CLI) $(EXAMPLES) $(BUILD)/tests/childtool
 	$(BENCH) --seed $(BENCH_SEED) --profiles $(BENCH_PROFILES) --out bench \
-	    --batchfit $(CLI) --trainer $(BUILD)/examples/trainer
+	    --batchfit $(CLI) --trainer $(BUILD)/examples/trainer --childtool $(BUILD)/tests/childtool
 
 $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \

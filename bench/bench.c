@@ -6,7 +6,7 @@
  * budget. Writes results.json, RESULTS.md and trials.svg.
  *
  * Usage: bench [--seed N] [--profiles N] [--out DIR] [--no-real] [--verbose]
- *              [--batchfit PATH] [--trainer PATH] */
+ *              [--batchfit PATH] [--trainer PATH] [--childtool PATH] */
 #include <batchfit.h>
 
 #include "profiles.h"
@@ -308,13 +308,31 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int run_real(const char *batchfit, const char *trainer, real_run *run)
+/* The real programs, probed with the user's defaults (the host's 5%
+ * spread: no --peak-spread): the example trainer (a CNN whose activations
+ * grow with the batch) and a plain C program that allocates a fixed block
+ * plus a block per sample (the test suite's childtool). */
+typedef struct real_program {
+    const char *name;
+    const char *budget;
+    const char *args; /* after the program's path */
+} real_program;
+
+static const real_program real_programs[] = {
+    {"examples/trainer", "58.05MiB", "--batch-size {batch} --steps 2"},
+    {"childtool grow: 4 MiB fixed + 1 MiB a sample", "160MiB", "grow 1024 4096"},
+};
+#define REAL_PROGRAMS 2
+#define REAL_STRATEGIES 3
+
+static int run_real(const char *batchfit, const char *program, const real_program *rp,
+                    real_run *run)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "'%s' probe --device host --memory-budget 58.05MiB --peak-spread 0%% --strategy %s "
-             "--no-cache --quiet --export-json - -- '%s' --batch-size {batch} --steps 2",
-             batchfit, run->strategy, trainer);
+             "'%s' probe --device host --memory-budget %s --strategy %s --no-cache --quiet "
+             "--export-json - -- '%s' %s 2>/dev/null",
+             batchfit, rp->budget, run->strategy, program, rp->args);
     double start = now();
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -418,6 +436,7 @@ int main(int argc, char **argv)
     const char *out = "bench";
     const char *batchfit = "build/batchfit";
     const char *trainer = "build/examples/trainer";
+    const char *childtool = "build/tests/childtool";
     int real = 1, verbose = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
@@ -430,13 +449,15 @@ int main(int argc, char **argv)
             batchfit = argv[++i];
         else if (strcmp(argv[i], "--trainer") == 0 && i + 1 < argc)
             trainer = argv[++i];
+        else if (strcmp(argv[i], "--childtool") == 0 && i + 1 < argc)
+            childtool = argv[++i];
         else if (strcmp(argv[i], "--no-real") == 0)
             real = 0;
         else if (strcmp(argv[i], "--verbose") == 0)
             verbose = 1;
         else {
             fprintf(stderr, "usage: bench [--seed N] [--profiles N] [--out DIR] [--no-real] [--verbose] "
-                            "[--batchfit PATH] [--trainer PATH]\n");
+                            "[--batchfit PATH] [--trainer PATH] [--childtool PATH]\n");
             return 2;
         }
     }
@@ -480,16 +501,22 @@ int main(int argc, char **argv)
     for (int k = 0; k < KIND_COUNT; k++)
         summarize((kind)k, &s[k]);
 
-    real_run runs[3] = {{"model", 0, 0, 0, 0}, {"bisect", 0, 0, 0, 0}, {"binsearch", 0, 0, 0, 0}};
+    static const char *const real_strategies[REAL_STRATEGIES] = {"model", "bisect", "binsearch"};
+    real_run runs[REAL_PROGRAMS][REAL_STRATEGIES];
+    memset(runs, 0, sizeof runs);
     int real_ok = 0;
     if (real) {
         real_ok = 1;
-        for (int i = 0; i < 3; i++) {
-            if (run_real(batchfit, trainer, &runs[i]) != 0) {
-                fprintf(stderr, "bench: the real-process run with %s failed\n", runs[i].strategy);
-                real_ok = 0;
+        const char *paths[REAL_PROGRAMS] = {trainer, childtool};
+        for (int p = 0; p < REAL_PROGRAMS; p++)
+            for (int i = 0; i < REAL_STRATEGIES; i++) {
+                runs[p][i].strategy = real_strategies[i];
+                if (run_real(batchfit, paths[p], &real_programs[p], &runs[p][i]) != 0) {
+                    fprintf(stderr, "bench: the real-process run of %s with %s failed\n",
+                            real_programs[p].name, runs[p][i].strategy);
+                    real_ok = 0;
+                }
             }
-        }
     }
 
     char path[4096];
@@ -503,9 +530,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < KIND_COUNT; k++)
         json_summary(f, kind_names[k], &s[k], k == KIND_COUNT - 1);
     fprintf(f, "  },\n  \"real\": {");
-    for (int i = 0; real_ok && i < 3; i++)
-        fprintf(f, "%s\n    \"%s\": {\"trials\": %llu, \"wall_seconds\": %.2f, \"batch_size\": %llu}",
-                i ? "," : "", runs[i].strategy, runs[i].trials, runs[i].wall, runs[i].answer);
+    for (int p = 0; real_ok && p < REAL_PROGRAMS; p++)
+        for (int i = 0; i < REAL_STRATEGIES; i++)
+            fprintf(f,
+                    "%s\n    \"%s %s\": {\"budget\": \"%s\", \"trials\": %llu, "
+                    "\"wall_seconds\": %.2f, \"batch_size\": %llu}",
+                    p || i ? "," : "", p ? "childtool" : "trainer", runs[p][i].strategy,
+                    real_programs[p].budget, runs[p][i].trials, runs[p][i].wall, runs[p][i].answer);
     fprintf(f, "%s},\n  \"profiles\": %u,\n  \"seed\": %llu,\n", real_ok ? "\n  " : "", profiles,
             (unsigned long long)seed);
     fprintf(f, "  \"cost_model\": \"a trial costs a start-up of %.1f steps at the true maximum "
@@ -548,13 +579,19 @@ int main(int argc, char **argv)
                 per_family[k] ? model_trials_family[k] / per_family[k] : 0.0,
                 bench_family_source(k));
     if (real_ok) {
-        fprintf(f, "\n## Real processes\n\n`batchfit probe --device host --memory-budget "
-                   "58.05MiB --peak-spread 0%% --strategy S --no-cache -- build/examples/trainer "
-                   "--batch-size {batch} --steps 2`\n\n| strategy | trials | batch size | wall "
-                   "seconds | wall time / model's |\n|---|---|---|---|---|\n");
-        for (int i = 0; i < 3; i++)
-            fprintf(f, "| %s | %llu | %llu | %.2f | %.2f |\n", runs[i].strategy, runs[i].trials,
-                    runs[i].answer, runs[i].wall, runs[i].wall / runs[0].wall);
+        fprintf(f, "\n## Real processes, default settings\n\n`batchfit probe --device host "
+                   "--memory-budget B --strategy S --no-cache -- PROGRAM ARGS` (the host's "
+                   "default 5%% spread)\n\n| program | budget | strategy | trials | batch size | "
+                   "answer / bisect's | wall seconds |\n|---|---|---|---|---|---|---|\n");
+        for (int p = 0; p < REAL_PROGRAMS; p++)
+            for (int i = 0; i < REAL_STRATEGIES; i++)
+                fprintf(f, "| %s | %s | %s | %llu | %llu | %.3f | %.2f |\n",
+                        p ? "tests/progs/childtool grow 1024 4096" : "examples/trainer --steps 2",
+                        real_programs[p].budget, runs[p][i].strategy, runs[p][i].trials,
+                        runs[p][i].answer,
+                        runs[p][1].answer ? (double)runs[p][i].answer / (double)runs[p][1].answer
+                                          : 0.0,
+                        runs[p][i].wall);
     }
     fclose(f);
 
@@ -568,10 +605,10 @@ int main(int argc, char **argv)
                s[k].trials_median, s[k].trials_p95, s[k].trials_max, s[k].oom_median,
                isnan(s[k].cost_median) ? 0.0 : s[k].cost_median, 100.0 * s[k].exact_share,
                100.0 * s[k].exact_noise_free_share, 100.0 * s[k].unsafe_share);
-    if (real_ok)
-        for (int i = 0; i < 3; i++)
-            printf("real %-10s %llu trials, batch %llu, %.2f s (%.2fx model)\n", runs[i].strategy,
-                   runs[i].trials, runs[i].answer, runs[i].wall, runs[i].wall / runs[0].wall);
+    for (int p = 0; real_ok && p < REAL_PROGRAMS; p++)
+        for (int i = 0; i < REAL_STRATEGIES; i++)
+            printf("real %-9s %-10s %llu trials, batch %llu, %.2f s\n", p ? "childtool" : "trainer",
+                   runs[p][i].strategy, runs[p][i].trials, runs[p][i].answer, runs[p][i].wall);
     printf("wrote %s/results.json, %s/RESULTS.md, %s/trials.svg\n", out, out, out);
     return 0;
 }

@@ -26,8 +26,8 @@ typedef struct search {
     int budget_known;
     double budget;      /* bytes a trial may use */
     double safe_budget; /* budget shrunk so that a peak below it stays below the budget on re-runs */
-    double aim;         /* where proposals aim: the safe budget less the noise band */
-    double spread;
+    double spread;      /* the declared (or device default) spread: acceptance only */
+    double aim;         /* where proposals aim: the threshold less the measured noise */
     double hi_need;     /* lower bound on what the trial at hi needed; 0 = unknown */
     unsigned misses;    /* consecutive rejected proposals of the model */
 } search;
@@ -158,8 +158,8 @@ static int64_t propose_leap(const search *s)
 }
 
 /* The fitting trials with a measured peak: at most one point per batch size
- * (the highest peak seen there), sorted by batch. */
-static unsigned collect_points(const search *s, double *x, double *y)
+ * (the highest peak seen there, and in low the lowest), sorted by batch. */
+static unsigned collect_points(const search *s, double *x, double *y, double *low)
 {
     unsigned n = 0;
     for (size_t t = 0; t < s->result->trial_count; t++) {
@@ -173,14 +173,20 @@ static unsigned collect_points(const search *s, double *x, double *y)
         if (k < n && x[k] == bx) {
             if (py > y[k])
                 y[k] = py;
+            if (low && py < low[k])
+                low[k] = py;
             continue;
         }
         if (n == MAX_POINTS)
             continue;
         memmove(&x[k + 1], &x[k], (n - k) * sizeof *x);
         memmove(&y[k + 1], &y[k], (n - k) * sizeof *y);
+        if (low)
+            memmove(&low[k + 1], &low[k], (n - k) * sizeof *low);
         x[k] = bx;
         y[k] = py;
+        if (low)
+            low[k] = py;
         n++;
     }
     return n;
@@ -208,8 +214,8 @@ static double granule_of(const double *y, unsigned n)
 }
 
 /* Where the line through (x0, y0) with the given slope reaches the aim.
- * Under noise that is the lower edge of the band where acceptance is a coin
- * toss: a size there passes, and nothing above can be certified. */
+ * The spread is already in the acceptance threshold; how far below it a
+ * proposal stays is decided from the measurements (see propose_model). */
 static double crossing(const search *s, double x0, double y0, double slope)
 {
     return x0 + (s->aim - y0) / slope;
@@ -283,13 +289,116 @@ static int verify_cached(search *s, int64_t *next)
     return pessimistic > s->safe_budget;
 }
 
+/* The largest batch that no line through two measured points puts over the
+ * acceptance threshold, among pairs whose rise stands above the noise (a
+ * smaller rise says nothing about the slope). A line that a larger measured
+ * size lies below (by more than the noise) is refuted: it crossed a
+ * workspace jump, which does not repeat. Infinite when no line caps. */
+static double secant_cap(const search *s, const double *x, const double *y, unsigned n,
+                         double resolvable)
+{
+    double cap = INFINITY;
+    for (unsigned i = 0; i + 1 < n; i++)
+        for (unsigned j = i + 1; j < n; j++) {
+            double rise = y[j] - y[i];
+            /* Only accepted points: one over the threshold is a draw the
+             * search already refused to build on. */
+            if (!(rise > resolvable) || y[j] > s->safe_budget)
+                continue;
+            double slope = rise / (x[j] - x[i]);
+            int refuted = 0;
+            for (unsigned k = j + 1; k < n && !refuted; k++)
+                refuted = y[k] < y[j] + slope * (x[k] - x[j]) - resolvable;
+            double c = crossing(s, x[j], y[j], slope);
+            if (!refuted && c < cap)
+                cap = c;
+        }
+    return cap;
+}
+
+/* Caps a proposal at a batch (lattice index floor). A cap at or below lo
+ * says lo + 1 does not fit: the proposal becomes lo, which the caller
+ * treats as "no further" (certify, or bisect what is left), never as a
+ * creep one size at a time. */
+static int64_t cap_at(const search *s, int64_t i, double batch)
+{
+    if (isinf(batch))
+        return i;
+    int64_t c = index_floor_of(s, batch);
+    if (c < i)
+        i = c;
+    return i <= s->lo ? s->lo : i;
+}
+
+/* The remembered curve's slope, when there is one: the cache's fit from an
+ * earlier probe of the same command. */
+static double remembered_slope(const search *s)
+{
+    const batchfit_fit *fit = &s->opts->cached_fit;
+    return fit->valid && fit->bytes_per_sample > 0.0 ? fit->bytes_per_sample : 0.0;
+}
+
+/* Nothing fitted yet, but a remembered size (or a first guess) failed. With
+ * a remembered curve, go where it crosses the threshold, and no further than
+ * where its slope through the failure's need does: a changed budget moves
+ * the answer along the same curve. Otherwise start from the minimum. */
+static int64_t propose_without_points(const search *s)
+{
+    double slope = remembered_slope(s);
+    if (!(slope > 0.0) || s->hi >= (int64_t)s->lattice.count)
+        return propose_gallop(s);
+    const batchfit_fit *fit = &s->opts->cached_fit;
+    double target = (s->safe_budget - fit->intercept_bytes) / slope;
+    if (s->hi_need > 0.0) {
+        double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+        double below = fail_x - (s->hi_need - s->safe_budget) / slope;
+        if (below < target)
+            target = below;
+    }
+    int64_t c = index_floor_of(s, target);
+    return c < 0 ? 0 : clamp_inside(s, c);
+}
+
+/* The slope is unknown here: the points show no rise, a fall, or a rise the
+ * noise could have made. That is never "memory does not grow". Inside a
+ * bracket, bisect. Otherwise move on only as far as the steepest slope the
+ * top point allows: all it holds above the baseline (all of it, without a
+ * baseline) is taken as growing with the batch, plus the noise it may hide.
+ * On a line with an intercept at least the baseline that size still fits;
+ * a remembered curve may only make the step shorter. */
+static int64_t propose_slope_unknown(const search *s, double top_x, double top_y, double noise,
+                                     double granule)
+{
+    if (s->hi < (int64_t)s->lattice.count)
+        return propose_bisect(s);
+    double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
+    double grown = top_y + noise - base;
+    if (!(grown > 0.0))
+        return propose_leap(s);
+    double target = crossing(s, top_x, top_y + granule, grown / top_x);
+    double remembered = remembered_slope(s);
+    if (remembered > 0.0) {
+        double along = crossing(s, top_x, top_y + noise, remembered);
+        if (along < target)
+            target = along;
+    }
+    return clamp_inside(s, index_floor_of(s, target));
+}
+
 /* The model strategy: fit the measured peaks, propose the largest lattice
  * point predicted to fit, verify it by running it. Returns 1 when the
- * bracket is settled by the fit (the next size is certified not to fit). */
+ * bracket is settled by the fit (the next size is certified not to fit).
+ *
+ * Two quantities are kept apart. The declared spread e sets the acceptance
+ * threshold (safe_budget) and nothing else, except as the prior for the
+ * noise of points before the measurements can show their own scatter.
+ * How far the search goes and when it stops come from the scatter the
+ * measurements show: the largest residual of the points about the fitted
+ * line, and the largest disagreement of a size run twice. */
 static int propose_model(search *s, int64_t *next)
 {
-    double x[MAX_POINTS], y[MAX_POINTS];
-    unsigned n = collect_points(s, x, y);
+    double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
+    unsigned n = collect_points(s, x, y, low);
 
     if (s->result->trial_count == 0) {
         *next = 0;
@@ -301,14 +410,23 @@ static int propose_model(search *s, int64_t *next)
     if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
         s->lo == index_floor_of(s, (double)s->opts->cached_batch))
         return verify_cached(s, next);
-    if (n == 0 || !s->budget_known || s->misses >= 2) {
-        /* No peaks to fit: gallop while nothing failed, then bisect; after
-         * repeated misses, bisect so the worst case stays bounded. */
+    if (!s->budget_known || s->misses >= 2) {
+        /* No budget to fit against: gallop while nothing failed, then
+         * bisect; after repeated misses, bisect so the worst case stays
+         * bounded. */
         *next = propose_gallop(s);
+        return 0;
+    }
+    if (n == 0) {
+        *next = propose_without_points(s);
         return 0;
     }
     double top_x = x[n - 1], top_y = y[n - 1];
     double granule = granule_of(y, n);
+    double repeat = 0.0;
+    for (unsigned i = 0; i < n; i++)
+        if (y[i] - low[i] > repeat)
+            repeat = y[i] - low[i];
 
     /* The points nearest the boundary: the largest three batch sizes. Under
      * noise every point counts: single draws near the boundary say little
@@ -317,27 +435,46 @@ static int propose_model(search *s, int64_t *next)
     const double *fx = x + (n - use), *fy = y + (n - use);
     batchfit_fit fit;
     batchfit__fit_line(fx, fy, use, &fit);
-    double noise = 2.0 * s->spread * top_y;
-    int collinear = use >= 3 && fit.max_residual_bytes <= 2.0 * granule + noise;
+    /* The scatter the measurements show: residuals about the line (three
+     * points or more) and re-runs of one size. Where neither exists yet,
+     * the declared spread stands in for it. */
+    int scatter_known = use >= 3 || repeat > 0.0;
+    double measured = use >= 3 && fit.max_residual_bytes > repeat ? fit.max_residual_bytes : repeat;
+    double declared = 2.0 * s->spread * top_y;
+    double noise = s->spread > 0.0 ? (scatter_known ? measured : declared) : 0.0;
+    /* A line explains the points when they stray from it by no more than
+     * rounding and the noise they were declared to carry. */
+    int collinear = use >= 3 && fit.max_residual_bytes <= 2.0 * granule + declared;
     /* Real measurements wander a little even with no spread declared (the
      * kernel charges page tables and slab to a cgroup): for the certificate
      * below, three points within 0.5% of the peak of a line count as one. A
      * jump that small moves its one-step extrapolation by far less than the
      * residual it adds to the tolerance. */
-    int certifiable = (use >= 3 || (use == 2 && s->spread > 0.0)) &&
-                      fit.max_residual_bytes <= 2.0 * granule + noise + 0.005 * top_y;
+    int certifiable = use >= 3 && fit.max_residual_bytes <= 2.0 * granule + declared + 0.005 * top_y;
     /* Not a single line: extrapolate from the secant of the two points
      * nearest the boundary. */
     double slope = 0.0;
     if (n >= 2)
         slope = collinear ? fit.bytes_per_sample
                           : (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
+    /* A rise between two points is evidence of a slope only beyond what
+     * rounding and the noise of both could make. */
+    double resolvable = 2.0 * noise + granule;
+    /* Proposals aim below the threshold by the scatter the points show
+     * (half the declared band while too few points show any): a size there
+     * passes on most draws. Points on a line show next to none, and the aim
+     * is then the threshold itself. */
+    s->aim = s->safe_budget;
+    if (s->spread > 0.0)
+        s->aim -= scatter_known ? measured : 0.5 * declared;
 
     if (s->misses) {
         /* With one point, the baseline bounds the per-sample slope from above. */
         if (n == 1 && s->result->baseline_known && top_y > (double)s->result->baseline_bytes)
             slope = (top_y - (double)s->result->baseline_bytes) / top_x;
         *next = propose_below_failure(s, top_x, top_y, slope);
+        if (s->spread > 0.0 && cap_at(s, *next, secant_cap(s, x, y, n, resolvable)) > s->lo)
+            *next = cap_at(s, *next, secant_cap(s, x, y, n, resolvable));
         return 0;
     }
     if (n == 1) {
@@ -351,18 +488,21 @@ static int propose_model(search *s, int64_t *next)
         double g = s->result->baseline_known && grown > 0.0
                        ? (double)gcd_u64((uint64_t)top_y, (uint64_t)base)
                        : 0.0;
-        if (!(grown > 0.0) || grown < 2.0 * s->spread * top_y) {
-            /* What the batch added is lost in the noise: move far enough
-             * for the next point to rise above it. */
-            *next = propose_leap(s);
+        if (!(grown > 0.0) || grown < declared) {
+            /* What the batch added is lost in the noise. */
+            *next = propose_slope_unknown(s, top_x, top_y, declared, g);
             return 0;
         }
-        *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y + g, grown / top_x)));
+        double target = crossing(s, top_x, top_y + g, grown / top_x);
+        double remembered = remembered_slope(s);
+        if (remembered > grown / top_x)
+            target = crossing(s, top_x, top_y + g, remembered);
+        *next = clamp_inside(s, index_floor_of(s, target));
         return 0;
     }
-    if (!(slope > 0.0) || fy[use - 1] - fy[0] < 2.0 * noise) {
-        /* No rise, or one lost in the noise: move on to where it shows. */
-        *next = propose_leap(s);
+    if (!(slope > 0.0) || fy[use - 1] - fy[0] < resolvable) {
+        /* No rise, a fall, or one lost in the noise: the slope is unknown. */
+        *next = propose_slope_unknown(s, top_x, top_y, noise, granule);
         return 0;
     }
     /* Anchor the line at the largest measured point: extrapolating a short
@@ -372,7 +512,7 @@ static int propose_model(search *s, int64_t *next)
     if (s->spread > 0.0 && collinear)
         top_y = fit.intercept_bytes + fit.bytes_per_sample * top_x;
     /* Under noise the slope itself is uncertain: propose with a slope two
-     * standard errors steeper (from the noise level and the spread of the
+     * standard errors steeper (from the scatter and the spacing of the
      * points), so the proposal lands below the boundary and fits. */
     double proposal_slope = slope;
     if (s->spread > 0.0) {
@@ -381,8 +521,9 @@ static int propose_model(search *s, int64_t *next)
             mean_x += fx[i] / use;
         for (unsigned i = 0; i < use; i++)
             sxx += (fx[i] - mean_x) * (fx[i] - mean_x);
-        /* Uniform noise of relative width e has a standard deviation of e / sqrt(3). */
-        double sigma = s->spread * top_y / 1.7320508075688772;
+        /* Uniform noise of full width w has a standard deviation of
+         * w / sqrt(12); the scatter is such a width. */
+        double sigma = noise / 3.4641016151377544;
         if (sxx > 0.0)
             proposal_slope += 2.0 * sigma / sqrt(sxx);
     }
@@ -390,12 +531,28 @@ static int propose_model(search *s, int64_t *next)
     double next_x = s->lo + 1 < (int64_t)s->lattice.count
                         ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1)
                         : lo_x + 1.0;
-    /* Under noise, once the line puts the next size within a noise band of
-     * the aim, lo is as far as measurement can tell sizes apart: it was
-     * accepted with room for the noise, and every point nearer the boundary
-     * would only move the line by the noise again. */
-    if (s->spread > 0.0 && certifiable && s->lo >= 0 &&
-        top_y + slope * (next_x - top_x) > s->aim - s->spread * s->safe_budget)
+    double tolerance = granule + (s->spread > 0.0 ? measured : fit.max_residual_bytes);
+    if (s->spread > 0.0 && scatter_known && s->lo >= 0) {
+        double predicted = top_y + slope * (next_x - top_x);
+        /* Certified: even the low end of the measured scatter puts the next
+         * size over the threshold. */
+        if (certifiable && predicted - tolerance > s->safe_budget)
+            return 1;
+        /* The line puts the next size within the measured scatter below
+         * the aim (the threshold less that scatter once more, or above it):
+         * it passes or fails by the draw, and
+         * points nearer the boundary would only move the line by that
+         * scatter again. Where the points lie on a line to within
+         * rounding, that band is under one lattice step wide and the answer
+         * is at most one step short of where a re-run decides. */
+        if (predicted > s->aim - measured)
+            return 1;
+    }
+    /* Two points show no scatter of their own. The declared band then only
+     * makes the certificate harder: the next size must be over the
+     * threshold by that band and a granule beyond the line. */
+    if (s->spread > 0.0 && !scatter_known && use == 2 && s->lo >= 0 && lo_x == top_x &&
+        top_y + slope * (next_x - top_x) - declared - granule > s->safe_budget)
         return 1;
     int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
     if (s->spread > 0.0 && c <= s->lo) {
@@ -405,6 +562,8 @@ static int propose_model(search *s, int64_t *next)
         if (central > s->lo + 1)
             c = s->lo + 1 + (central - s->lo - 1) / 2;
     }
+    if (s->spread > 0.0 && c > s->lo)
+        c = cap_at(s, c, secant_cap(s, x, y, n, resolvable));
     if (c > s->lo && c < s->hi) {
         *next = c;
         return 0;
@@ -415,18 +574,12 @@ static int propose_model(search *s, int64_t *next)
         *next = propose_below_failure(s, top_x, top_y, slope);
         return 0;
     }
-    /* The model says lo + 1 does not fit. */
-    double tolerance = granule + fit.max_residual_bytes + noise;
-    /* Under noise the line is the fit's, wherever its top point lies. */
+    /* The model says lo + 1 does not fit. Trust the line only where even
+     * its pessimistic end (a granule of rounding and the scatter below it)
+     * is over. */
     if (certifiable && s->lo >= 0 && (lo_x == top_x || s->spread > 0.0)) {
         double predicted = top_y + slope * (next_x - top_x);
-        /* With trial-to-trial noise, a size whose expected peak is within
-         * the noise band below the acceptance threshold is a coin toss that
-         * a lucky draw could win but nothing can certify: lo is already
-         * safe (it was accepted with room for the noise), so stop there.
-         * Without noise, trust the line only where even its pessimistic end
-         * (a granule of rounding and the fit's residual below it) is over. */
-        if (s->spread > 0.0 ? predicted > s->aim : predicted - tolerance > s->safe_budget)
+        if (predicted - tolerance > s->safe_budget)
             return 1;
     }
     if (s->lo >= 0 && lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
@@ -473,7 +626,7 @@ static int propose(search *s, int64_t *next)
 static void final_fit(const search *s, batchfit_fit *fit)
 {
     double x[MAX_POINTS], y[MAX_POINTS];
-    unsigned n = collect_points(s, x, y);
+    unsigned n = collect_points(s, x, y, NULL);
     batchfit__fit_line(x, y, n, fit);
 }
 
@@ -500,7 +653,7 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
      * p (1 + e) / (1 - e) on a re-run; accept only peaks that stay within the
      * budget even then. */
     s.safe_budget = s.budget * (1.0 - s.spread) / (1.0 + s.spread);
-    s.aim = s.safe_budget * (1.0 - s.spread);
+    s.aim = s.safe_budget;
 
     int rc = BATCHFIT_OK;
     unsigned trials = 0;
