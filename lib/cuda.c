@@ -3,7 +3,6 @@
  * (CUDA_ERROR_STUB_LIBRARY) means there is no driver. */
 #include "internal.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +33,7 @@ static const batchfit__dl_symbol cuda_symbols[] = {
 
 static void reset(batchfit__cuda *c)
 {
-    char keep[sizeof c->error];
-    memcpy(keep, c->error, sizeof keep);
-    memset(c, 0, sizeof *c);
-    memcpy(c->error, keep, sizeof keep);
+    batchfit__dl_unload(c->handle, c, sizeof *c, c->error, sizeof c->error);
 }
 
 const char *batchfit__cuda_strerror(const batchfit__cuda *c, int rc)
@@ -53,18 +49,10 @@ int batchfit__cuda_load(batchfit__cuda *c)
     memset(c, 0, sizeof *c);
     const char *override = getenv("BATCHFIT_CUDA_LIBRARY");
     const char *path = override && *override ? override : "libcuda.so.1";
-    dlerror();
-    c->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    c->handle = batchfit__dl_load(&path, 1, path, cuda_symbols,
+                                  sizeof cuda_symbols / sizeof cuda_symbols[0], c, c->error,
+                                  sizeof c->error);
     if (!c->handle) {
-        const char *why = dlerror();
-        snprintf(c->error, sizeof c->error, "cannot load %s: %s", path, why ? why : "not found");
-        return -1;
-    }
-    const char *missing = NULL;
-    if (batchfit__dl_bind(c->handle, cuda_symbols, sizeof cuda_symbols / sizeof cuda_symbols[0], c,
-                          &missing) != 0) {
-        snprintf(c->error, sizeof c->error, "%s lacks %s", path, missing);
-        dlclose(c->handle);
         reset(c);
         return -1;
     }
@@ -79,7 +67,6 @@ int batchfit__cuda_load(batchfit__cuda *c)
         else
             snprintf(c->error, sizeof c->error, "cuInit failed: %s (%d)",
                      batchfit__cuda_strerror(c, rc), rc);
-        dlclose(c->handle);
         reset(c);
         return -1;
     }
@@ -90,7 +77,6 @@ void batchfit__cuda_unload(batchfit__cuda *c)
 {
     if (!c->handle)
         return;
-    dlclose(c->handle);
     c->error[0] = '\0';
     reset(c);
 }

@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 
 int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t count, void *target,
@@ -26,4 +27,41 @@ int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t cou
         memcpy((char *)target + sym->offset, &fn, sizeof fn);
     }
     return 0;
+}
+
+void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *name,
+                        const batchfit__dl_symbol *table, size_t count, void *target, char *error,
+                        size_t error_len)
+{
+    void *handle = NULL;
+    for (size_t i = 0; i < npaths && paths[i] && !handle; i++) {
+        dlerror();
+        handle = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+        /* The first path's reason is the telling one. */
+        if (!handle && i == 0) {
+            const char *why = dlerror();
+            snprintf(error, error_len, "cannot load %s%s%s%s: %s", paths[0],
+                     npaths > 1 && paths[1] ? " (nor " : "", npaths > 1 && paths[1] ? paths[1] : "",
+                     npaths > 1 && paths[1] ? ")" : "", why ? why : "not found");
+        }
+    }
+    if (!handle)
+        return NULL;
+    const char *missing = NULL;
+    if (batchfit__dl_bind(handle, table, count, target, &missing) != 0) {
+        snprintf(error, error_len, "%s lacks %s", name, missing);
+        dlclose(handle);
+        return NULL;
+    }
+    return handle;
+}
+
+void batchfit__dl_unload(void *handle, void *target, size_t size, char *error, size_t error_len)
+{
+    if (handle)
+        dlclose(handle);
+    char keep[BATCHFIT_ERRMSG_MAX];
+    batchfit__copy(keep, sizeof keep, error);
+    memset(target, 0, size);
+    batchfit__copy(error, error_len, keep);
 }

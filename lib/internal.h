@@ -193,6 +193,16 @@ typedef struct batchfit__dl_symbol {
 } batchfit__dl_symbol;
 int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t count, void *target,
                       const char **missing);
+/* The one load sequence of a runtime-loaded library: the first of paths
+ * that opens (the first path's failure is the reason given), its table
+ * bound into target. Returns the handle, or NULL with error filled and
+ * nothing left open. name names the library in "NAME lacks SYMBOL". */
+void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *name,
+                        const batchfit__dl_symbol *table, size_t count, void *target, char *error,
+                        size_t error_len);
+/* Closes handle (may be NULL) and clears the size bytes of target, keeping
+ * the error message that lies inside it. */
+void batchfit__dl_unload(void *handle, void *target, size_t size, char *error, size_t error_len);
 
 /* nvml.c: NVML loaded with dlopen. Function pointers are untyped where the
  * NVML types are opaque handles. */

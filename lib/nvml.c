@@ -4,7 +4,6 @@
  * every failure unwinds through one exit path that closes the library. */
 #include "internal.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +34,7 @@ static const batchfit__dl_symbol nvml_symbols[] = {
 
 static void reset(batchfit__nvml *n)
 {
-    char keep[sizeof n->error];
-    memcpy(keep, n->error, sizeof keep);
-    memset(n, 0, sizeof *n);
-    memcpy(n->error, keep, sizeof keep);
+    batchfit__dl_unload(n->handle, n, sizeof *n, n->error, sizeof n->error);
 }
 
 const char *batchfit__nvml_strerror(const batchfit__nvml *n, int rc)
@@ -53,23 +49,10 @@ int batchfit__nvml_load(batchfit__nvml *n)
     const char *override = getenv("BATCHFIT_NVML_LIBRARY");
     const char *paths[] = {override && *override ? override : "libnvidia-ml.so.1",
                            override && *override ? NULL : "libnvidia-ml.so"};
-    for (size_t i = 0; i < 2 && paths[i] && !n->handle; i++) {
-        dlerror();
-        n->handle = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        /* The first path's reason is the telling one. */
-        if (!n->handle && i == 0) {
-            const char *why = dlerror();
-            snprintf(n->error, sizeof n->error, "cannot load %s%s: %s", paths[0],
-                     paths[1] ? " (nor libnvidia-ml.so)" : "", why ? why : "not found");
-        }
-    }
-    if (!n->handle)
-        return -1;
-    const char *missing = NULL;
-    if (batchfit__dl_bind(n->handle, nvml_symbols, sizeof nvml_symbols / sizeof nvml_symbols[0], n,
-                          &missing) != 0) {
-        snprintf(n->error, sizeof n->error, "%s lacks %s", "NVML library", missing);
-        dlclose(n->handle);
+    n->handle = batchfit__dl_load(paths, 2, "NVML library", nvml_symbols,
+                                  sizeof nvml_symbols / sizeof nvml_symbols[0], n, n->error,
+                                  sizeof n->error);
+    if (!n->handle) {
         reset(n);
         return -1;
     }
@@ -77,7 +60,6 @@ int batchfit__nvml_load(batchfit__nvml *n)
     if (rc != NVML_SUCCESS) {
         snprintf(n->error, sizeof n->error, "nvmlInit failed: %s (%d)",
                  batchfit__nvml_strerror(n, rc), rc);
-        dlclose(n->handle);
         reset(n);
         return -1;
     }
@@ -91,7 +73,6 @@ void batchfit__nvml_unload(batchfit__nvml *n)
         return;
     if (n->initialized)
         n->shutdown();
-    dlclose(n->handle);
     n->error[0] = '\0';
     reset(n);
 }
