@@ -227,12 +227,26 @@ static int launch_build(batchfit__runner *r, uint64_t batch, launch *l)
     return BATCHFIT_OK;
 }
 
+/* What the child could not do before exec, reported through the pipe that
+ * exec closes: the stage, then errno. */
+enum { STAGE_EXEC = 1, STAGE_CGROUP = 2 };
+
+static void child_fail(int err_pipe, int stage)
+{
+    int report[2] = {stage, errno};
+    ssize_t ignored = write(err_pipe, report, sizeof report);
+    (void)ignored;
+    _exit(127);
+}
+
 /* In the child, between fork and exec: async-signal-safe calls only. */
 static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, int err_pipe)
 {
     setpgid(0, 0);
-    if (l->procs_file[0])
-        batchfit__cgroup_join_self(&r->cg, l->procs_file);
+    /* A trial outside its cgroup would be measured as using nothing: that
+     * is a trial that did not run as asked, never a fit. */
+    if (l->procs_file[0] && batchfit__cgroup_join_self(&r->cg, l->procs_file) != 0)
+        child_fail(err_pipe, STAGE_CGROUP);
     if (r->opts.enforce && !l->procs_file[0] && r->opts.enforce_bytes) {
         struct rlimit lim = {(rlim_t)r->opts.enforce_bytes, (rlim_t)r->opts.enforce_bytes};
         setrlimit(RLIMIT_AS, &lim);
@@ -256,10 +270,7 @@ static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, i
     close(out_fd);
     environ = l->envp;
     execvp(l->argv[0], l->argv);
-    int code = errno;
-    ssize_t ignored = write(err_pipe, &code, sizeof code);
-    (void)ignored;
-    _exit(127);
+    child_fail(err_pipe, STAGE_EXEC);
 }
 
 /* The child's output: scanned line by line for OOM signatures, its last
@@ -715,18 +726,22 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot fork: %s", strerror(e));
     }
     setpgid(pid, pid);
-    int exec_errno = 0;
-    ssize_t got = read(err_pipe[0], &exec_errno, sizeof exec_errno);
+    int report[2] = {0, 0};
+    ssize_t got = read(err_pipe[0], report, sizeof report);
     close(err_pipe[0]);
-    if (got == (ssize_t)sizeof exec_errno) {
+    if (got == (ssize_t)sizeof report) {
         waitpid(pid, NULL, 0);
         close(out_pipe[0]);
         batchfit__cgroup_destroy(&r->cg);
-        rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot run \"%s\": %s", l.argv[0],
-                            strerror(exec_errno));
+        if (report[0] == STAGE_CGROUP)
+            rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR,
+                                "cannot move the trial into its cgroup (%s): %s", l.procs_file,
+                                strerror(report[1]));
+        else
+            rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot run \"%s\": %s",
+                                l.argv[0], strerror(report[1]));
         trial->outcome = BATCHFIT_ERROR;
-        snprintf(trial->message, sizeof trial->message, "cannot run \"%s\": %s", l.argv[0],
-                 strerror(exec_errno));
+        batchfit__copy(trial->message, sizeof trial->message, batchfit_ctx_last_error(r->ctx));
         launch_free(&r->ctx->allocator, &l);
         return rc;
     }

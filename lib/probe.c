@@ -158,8 +158,11 @@ static int cache_save(batchfit_ctx *ctx, const trial_source *src, const char *di
     else
         batchfit__buf_printf(&d, " step %s", src->name);
     const char *text = batchfit__buf_text(&d);
-    batchfit__copy(e.description, sizeof e.description, text ? text : "");
+    if (text)
+        batchfit__copy(e.description, sizeof e.description, text);
     batchfit__buf_free(&d);
+    if (!text)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory describing the entry");
     if (batchfit__cache_store(ctx, dir, &e) != BATCHFIT_OK) {
         char err[BATCHFIT_ERRMSG_MAX];
         snprintf(err, sizeof err, "%s", batchfit_ctx_last_error(ctx));

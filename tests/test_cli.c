@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -66,8 +67,15 @@ static int start_env(run *r, const char *const *args, const char *const *envs, i
         dup2(e[1], 2);
         close(o[0]);
         close(e[0]);
-        for (size_t i = 0; envs && envs[i]; i++)
-            putenv((char *)envs[i]);
+        for (size_t i = 0; envs && envs[i]; i++) {
+            /* Not a variable: a limit on the run's open files. */
+            if (strncmp(envs[i], "TEST_RLIMIT_NOFILE=", 19) == 0) {
+                struct rlimit lim = {(rlim_t)atoi(envs[i] + 19), (rlim_t)atoi(envs[i] + 19)};
+                setrlimit(RLIMIT_NOFILE, &lim);
+            } else {
+                putenv((char *)envs[i]);
+            }
+        }
         const char *argv[64];
         argv[0] = bin();
         int n = 1;
@@ -759,4 +767,17 @@ TEST(cli_cache_remembers_verifies_and_survives_damage)
     snprintf(lock, sizeof lock, "%s/.lock", dir);
     unlink(lock);
     rmdir(dir);
+}
+
+/* A trial that could not start is never an answer: with five open files
+ * allowed, no pipe can be made, the probe says why and exits 4, and prints
+ * no batch size. */
+TEST(cli_trial_that_did_not_run_exits_4)
+{
+    run r;
+    const char *args[] = {"probe", "--device", "host", "--memory-budget", "1GiB", "--no-cache",
+                          "--max", "64", "--", "/bin/false", NULL};
+    CHECK_EQ(cli(&r, args, "TEST_RLIMIT_NOFILE=5"), 4);
+    CHECK_CONTAINS(r.err, "cannot create pipe");
+    CHECK(strstr(r.out, "batch_size=") == NULL);
 }

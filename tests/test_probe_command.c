@@ -1,0 +1,220 @@
+/* batchfit_probe_command: the child-process probe run by the library, as a
+ * program that embeds batchfit runs it (real child processes throughout). */
+#include "test.h"
+
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *tool(void)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/tests/childtool", test_build_dir());
+    return path;
+}
+
+typedef struct progress_log {
+    size_t calls;
+    size_t last_count;
+    int json_ok;
+} progress_log;
+
+/* Progress sees the result grow one trial at a time, and its JSON can be
+ * written from inside the callback. */
+static int record(const batchfit_result *r, const batchfit_trial *t, void *userdata)
+{
+    progress_log *log = userdata;
+    log->calls++;
+    log->last_count = r->trial_count;
+    const char *json = NULL;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    log->json_ok = t == &r->trials[r->trial_count - 1] && t->process.ran &&
+                   batchfit_result_json(ctx, r, &json) == BATCHFIT_OK &&
+                   strstr(json, "\"schema_version\": 1") != NULL;
+    batchfit_ctx_free(ctx);
+    return 0;
+}
+
+TEST(probe_command_finds_the_largest_size_in_the_library)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *host = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.memory_budget_bytes = UINT64_C(96) << 20;
+    o.peak_spread = 0.0;
+    progress_log log = {0, 0, 0};
+    o.progress = record;
+    o.progress_userdata = &log;
+    batchfit_command_options c;
+    batchfit_command_options_init(&c);
+    /* 8 MiB fixed + 1 MiB per sample: about 80 fit in the 91.2 MiB budget. */
+    const char *argv[] = {tool(), "grow", "1024", "8192", "{batch}", NULL};
+    c.argv = argv;
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_OK);
+    CHECK(r != NULL);
+    CHECK(r->batch_size >= 70 && r->batch_size <= 84);
+    CHECK_EQ(r->status, BATCHFIT_OK);
+    CHECK(r->error == NULL);
+    CHECK_EQ(r->command_argc, 5);
+    CHECK_STR(r->command[4], "{batch}");
+    CHECK_STR(r->device_spec, "host");
+    CHECK(r->mechanisms != NULL && strncmp(r->mechanisms, "peak: ", 6) == 0);
+    CHECK_EQ(log.calls, r->trial_count);
+    CHECK_EQ(log.last_count, r->trial_count);
+    CHECK(log.json_ok);
+    for (size_t i = 0; i < r->trial_count; i++) {
+        CHECK(r->trials[i].process.ran);
+        if (r->trials[i].outcome == BATCHFIT_FITS)
+            CHECK_EQ(r->trials[i].process.exit_code, 0);
+    }
+    const char *json = NULL;
+    CHECK_EQ(batchfit_result_json(ctx, r, &json), BATCHFIT_OK);
+    CHECK_CONTAINS(json, "\"exit_code\": 0");
+    CHECK_CONTAINS(json, "\"peak_source\": ");
+    batchfit_result_free(r);
+    batchfit_device_free(host);
+    batchfit_ctx_free(ctx);
+}
+
+/* Bad input is refused before anything runs, with the input named. */
+TEST(probe_command_rejects_bad_input_before_running)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *host = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.memory_budget_bytes = UINT64_C(64) << 20;
+    batchfit_command_options c;
+    batchfit_command_options_init(&c);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "no command");
+    const char *bad_template[] = {tool(), "exit", "0", "{bs}", NULL};
+    c.argv = bad_template;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(r->error, "{bs}");
+    CHECK_EQ(r->trial_count, 0);
+    batchfit_result_free(r);
+    const char *patterns[] = {"(unclosed", NULL};
+    const char *ok[] = {tool(), "exit", "0", "{batch}", NULL};
+    c.argv = ok;
+    c.oom_patterns = patterns;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(r->error, "(unclosed");
+    CHECK_EQ(r->trial_count, 0);
+    CHECK_EQ(batchfit_exit_status(r->status), 2);
+    batchfit_result_free(r);
+    c.struct_size = sizeof c - 1;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    batchfit_device_free(host);
+    batchfit_ctx_free(ctx);
+}
+
+/* A trial that could not start is an error with its cause, never an
+ * outcome: with file descriptors exhausted the pipe cannot be made, the
+ * search stops, nothing is recorded as fitting. */
+TEST(probe_command_trial_that_did_not_run_is_an_error)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *host = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.memory_budget_bytes = UINT64_C(1) << 30;
+    o.requested_max = 64;
+    batchfit_command_options c;
+    batchfit_command_options_init(&c);
+    c.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {"/bin/false", NULL};
+    c.argv = argv;
+    /* Fill every descriptor the limit allows but one: /proc can still be
+     * read one file at a time, but a pipe (two) cannot be made. */
+    struct rlimit saved;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    struct rlimit low = {64, saved.rlim_max};
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fds[64];
+    int held = 0;
+    while (held < 64 && (fds[held] = dup(0)) >= 0)
+        held++;
+    CHECK(held > 0);
+    close(fds[--held]);
+    batchfit_result *r = NULL;
+    int rc = batchfit_probe_command(ctx, &o, host, &c, &r);
+    while (held > 0)
+        close(fds[--held]);
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    CHECK_EQ(rc, BATCHFIT_E_TRIAL_ERROR);
+    CHECK_CONTAINS(r->error, "cannot create pipe");
+    CHECK_EQ(r->trial_count, 0);
+    CHECK_EQ(r->batch_size, 0);
+    CHECK_EQ(batchfit_exit_status(rc), 4);
+    batchfit_result_free(r);
+    batchfit_device_free(host);
+    batchfit_ctx_free(ctx);
+}
+
+/* Every allocation of the command probe (result, report strings, cache key
+ * and entry, OOM table, runner, trials, JSON) is failed in turn: the call
+ * fails cleanly, records no trial it did not run, leaks nothing and leaves
+ * no process behind. */
+TEST(probe_command_every_allocation_failure_is_clean)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-probecmd-cache", (long)getpid());
+    batchfit_ctx *plain = test_ctx(NULL);
+    batchfit_device *host = NULL;
+    CHECK_EQ(batchfit_device_open(plain, "host", &host), BATCHFIT_OK);
+    const char *argv[] = {tool(), "exit", "0", "{batch}", NULL};
+    long total = -1;
+    for (long k = 0; total < 0 || k < total; k++) {
+        test_alloc_state st = {0, total < 0 ? -1 : k, 0, 0};
+        batchfit_ctx *ctx = test_ctx(&st);
+        CHECK(ctx != NULL);
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.memory_budget_bytes = UINT64_C(256) << 20;
+        o.requested_max = 4;
+        o.cache = 1;
+        o.cache_dir = dir;
+        batchfit_command_options c;
+        batchfit_command_options_init(&c);
+        c.argv = argv;
+        batchfit_result *r = NULL;
+        int rc = batchfit_probe_command(ctx, &o, host, &c, &r);
+        CHECK(r == NULL || r->status == rc);
+        const char *json = NULL;
+        if (rc == BATCHFIT_OK && batchfit_result_json(ctx, r, &json) != BATCHFIT_OK)
+            rc = BATCHFIT_E_NO_MEMORY;
+        if (total < 0) {
+            CHECK_EQ(rc, BATCHFIT_OK);
+            CHECK_EQ(r->batch_size, 4);
+            total = st.calls;
+        } else {
+            CHECK_EQ(st.failures, 1);
+            CHECK(rc != BATCHFIT_OK);
+            for (size_t i = 0; r && i < r->trial_count; i++)
+                CHECK_EQ(r->trials[i].outcome, BATCHFIT_FITS);
+        }
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+        CHECK_EQ(st.outstanding, 0);
+        size_t removed;
+        batchfit_cache_clear(plain, dir, &removed);
+    }
+    CHECK(total >= 10);
+    /* No trial outlived its probe: we have no children left. */
+    CHECK_EQ(waitpid(-1, NULL, WNOHANG), -1);
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
+    rmdir(dir);
+    batchfit_device_free(host);
+    batchfit_ctx_free(plain);
+}
