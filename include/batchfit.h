@@ -495,9 +495,11 @@ struct batchfit_result {
     size_t warning_count;
     const char *const *warnings;
     /* How the probe ended and what it ran on, for reports (the JSON). */
-    int status;                 /* the probe's return code */
+    int complete;               /* 0 while the probe runs (progress callbacks) */
+    int status;                 /* the probe's return code, once complete */
     const char *error;          /* its last-error message; NULL on success */
     int interrupted;            /* batchfit_interrupt() stopped it */
+    int interrupt_signal;       /* the signal it named */
     const char *device_spec;    /* NULL when no device was used */
     batchfit_device_info device;
     size_t command_argc;        /* child-process probes: the command template */
@@ -608,7 +610,7 @@ BATCHFIT_API void batchfit_command_options_init(batchfit_command_options *copts)
  * trial->process filled. Returns as batchfit_probe does; a trial that could
  * not be started (fork, pipe, exec, memory) is BATCHFIT_E_TRIAL_ERROR with
  * its cause, and batchfit_interrupt() gives BATCHFIT_E_ABORTED with
- * (*out)->interrupted set. */
+ * (*out)->interrupted and interrupt_signal set. */
 BATCHFIT_API int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
                                         batchfit_device *device,
                                         const batchfit_command_options *copts,
@@ -616,8 +618,17 @@ BATCHFIT_API int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_option
 
 /* Async-signal-safe: asks the running probe (or the next one) to stop: a
  * running child trial's process group is killed, an in-process probe stops
- * after the current trial. The request is consumed by the probe it stops. */
-BATCHFIT_API void batchfit_interrupt(void);
+ * after the current trial. signal_number is the signal that asked (0 or
+ * less: SIGINT); the result records it (interrupt_signal) and the JSON's
+ * exit_code is 128 plus it. The request is consumed by the probe it stops. */
+BATCHFIT_API void batchfit_interrupt(int signal_number);
+
+/* A result that records a probe which never started because the caller
+ * found its input bad (status = code, error = message, complete): for
+ * programs that check their own input and report every run in the same
+ * JSON. */
+BATCHFIT_API int batchfit_result_failed(batchfit_ctx *ctx, int code, const char *message,
+                                        batchfit_result **out);
 
 /* The result as JSON (schema_version 1: device, budget, VRAM limit,
  * lattice, strategy, cache, mechanisms, every trial with its outcome and

@@ -38,23 +38,6 @@ struct batchfit__runner_s {
     char visible_env[160]; /* CUDA_VISIBLE_DEVICES=<uuid of the probed GPU>, or "" */
 };
 
-static volatile sig_atomic_t interrupt_requested;
-
-void batchfit_interrupt(void)
-{
-    interrupt_requested = 1;
-}
-
-int batchfit__interrupt_pending(void)
-{
-    return interrupt_requested != 0;
-}
-
-void batchfit__interrupt_clear(void)
-{
-    interrupt_requested = 0;
-}
-
 void batchfit__runner_options_init(batchfit__runner_options *opts)
 {
     if (!opts)
@@ -539,7 +522,7 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
             }
         }
         t = batchfit__now();
-        if (interrupt_requested && !w->interrupted) {
+        if (batchfit__interrupt_pending() && !w->interrupted) {
             w->interrupted = 1;
             kill(-pid, SIGKILL);
         }
@@ -682,7 +665,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     batchfit__runner *r = runner;
     memset(trial, 0, sizeof *trial);
     trial->batch = batch;
-    if (interrupt_requested)
+    if (batchfit__interrupt_pending())
         return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED, "interrupted");
 
     launch l;

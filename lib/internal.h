@@ -45,6 +45,10 @@ void batchfit__errf(char *err, size_t err_len, const char *fmt, ...) BATCHFIT_PR
 
 /* Copies text into the result (freed with it) and points *field at it. */
 int batchfit__result_keep(batchfit_result *result, const char **field, const char *text);
+/* Marks the result complete with its status and error message (kept when
+ * memory allows). */
+void batchfit__result_complete(batchfit_ctx *ctx, batchfit_result *result, int code,
+                               const char *message);
 /* Copies a NULL-terminated argv into result->command. */
 int batchfit__result_keep_command(batchfit_result *result, const char *const *argv);
 

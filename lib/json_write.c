@@ -272,9 +272,16 @@ int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
     u64(&w, "oom_trials", r->oom_trials);
     u64_or_null(&w, "smallest_failure", r->smallest_failure != 0, r->smallest_failure);
     u64_or_null(&w, "estimate", r->first_guess != 0, r->first_guess);
-    i64(&w, "exit_code", r->interrupted ? 130 : batchfit_exit_status(r->status));
+    boolean(&w, "complete", r->complete);
+    if (!r->complete)
+        null(&w, "exit_code");
+    else if (r->interrupted)
+        i64(&w, "exit_code", 128 + r->interrupt_signal);
+    else
+        i64(&w, "exit_code", batchfit_exit_status(r->status));
     string(&w, "error", r->error);
     boolean(&w, "interrupted", r->interrupted);
+    u64_or_null(&w, "signal", r->interrupted, (uint64_t)r->interrupt_signal);
     end_object(&w);
 
     array(&w, "warnings");

@@ -238,10 +238,9 @@ int batchfit__probe_run(batchfit_ctx *ctx, const batchfit_options *opts, batchfi
     /* An interrupt is consumed by the probe it stopped. */
     if (rc == BATCHFIT_E_ABORTED && batchfit__interrupt_pending()) {
         result->interrupted = 1;
+        result->interrupt_signal = batchfit__interrupt_pending();
         batchfit__interrupt_clear();
     }
-    result->status = rc;
-    if (rc && batchfit__result_keep(result, &result->error, batchfit_ctx_last_error(ctx)))
-        result->error = NULL;
+    batchfit__result_complete(ctx, result, rc, batchfit_ctx_last_error(ctx));
     return rc;
 }

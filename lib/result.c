@@ -150,3 +150,31 @@ int batchfit_result_json(batchfit_ctx *ctx, const batchfit_result *result, const
     *json_out = r->json;
     return BATCHFIT_OK;
 }
+
+void batchfit__result_complete(batchfit_ctx *ctx, batchfit_result *result, int code,
+                               const char *message)
+{
+    (void)ctx;
+    result->complete = 1;
+    result->status = code;
+    if (code && batchfit__result_keep(result, &result->error, message) != BATCHFIT_OK)
+        result->error = NULL;
+}
+
+int batchfit_result_failed(batchfit_ctx *ctx, int code, const char *message,
+                           batchfit_result **out)
+{
+    if (!ctx || !out || code == BATCHFIT_OK || !message)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "result_failed: a failure code and a message are required");
+    *out = batchfit__result_new(ctx);
+    if (!*out)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory allocating a result");
+    batchfit__result_complete(ctx, *out, code, message);
+    if (!(*out)->error) {
+        batchfit_result_free(*out);
+        *out = NULL;
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory allocating a result");
+    }
+    return BATCHFIT_OK;
+}

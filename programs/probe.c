@@ -5,6 +5,7 @@
 #include "probe.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,9 +38,25 @@ static int command_exists(const char *name)
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    probe_interrupted = 1;
-    batchfit_interrupt();
+    probe_interrupted = sig;
+    batchfit_interrupt(sig);
+}
+
+/* Every signal that would end batchfit stops the probe instead: the trial's
+ * group is killed, its cgroup removed, the JSON written, and batchfit exits
+ * 128 + the signal. A closed pipe on our output is not a reason to stop
+ * (writes fail with EPIPE instead). */
+static void handle_signals(void)
+{
+    static const int fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+        sigaction(fatal[i], &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
 }
 
 /* Warnings reach the user as they happen (the library logs every warning
@@ -51,15 +68,33 @@ static void on_log(batchfit_log_level level, const char *message, void *userdata
         fprintf(stderr, "batchfit: warning: %s\n", message);
 }
 
+/* Bad input found before the probe ran: the message names the input, the
+ * JSON (when asked for) records the same failure, nothing runs. */
+static int refuse(session *s, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int refuse(session *s, int code, const char *fmt, ...)
+{
+    char message[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "batchfit probe: %s\n", message);
+    if (s->export.path && batchfit_result_failed(s->ctx, code, message, &s->result) == BATCHFIT_OK)
+        probe_export_json(s, 1);
+    return batchfit_exit_status(code);
+}
+
 /* Everything that can be checked without running anything: the
  * hyperparameters file, the VRAM limit's environment, the command, the
- * export target. Returns -1 to go on, or an exit code. */
-static int check_input(batchfit_ctx *ctx, probe_cli *c)
+ * device. Returns -1 to go on, or an exit code. */
+static int check_input(session *s)
 {
+    probe_cli *c = s->cli;
     if (c->hyperparameters) {
         uint64_t requested = 0;
-        if (batchfit_read_hyperparameters(ctx, c->hyperparameters, &requested))
-            return probe_bad_value(batchfit_ctx_last_error(ctx));
+        if (batchfit_read_hyperparameters(s->ctx, c->hyperparameters, &requested))
+            return refuse(s, BATCHFIT_E_PARSE, "%s", batchfit_ctx_last_error(s->ctx));
         if (c->max_text && requested != c->opts.requested_max)
             fprintf(stderr, "batchfit: --max %s overrides max_batch_size from %s\n", c->max_text,
                     c->hyperparameters);
@@ -67,9 +102,10 @@ static int check_input(batchfit_ctx *ctx, probe_cli *c)
             c->opts.requested_max = requested;
     }
     if (!c->vram_flag) {
-        if (batchfit_resolve_vram_limit(ctx, NULL, NULL, &c->opts.vram_limit_bytes,
+        if (batchfit_resolve_vram_limit(s->ctx, NULL, NULL, &c->opts.vram_limit_bytes,
                                         &c->opts.vram_limit_source))
-            return probe_bad_value(batchfit_ctx_last_error(ctx));
+            return refuse(s, BATCHFIT_E_PARSE, "%s", batchfit_ctx_last_error(s->ctx));
+        /* The child gets the user's own text, not a rounded copy. */
         if (c->opts.vram_limit_bytes)
             c->cmd.vram_limit_text = getenv(strcmp(c->opts.vram_limit_source,
                                                    "environment variable VRAM_LIMIT_GB") == 0
@@ -79,43 +115,21 @@ static int check_input(batchfit_ctx *ctx, probe_cli *c)
         c->cmd.vram_limit_text = c->vram_flag;
     }
     int sim = strncmp(c->device_spec, "sim", 3) == 0;
-    if (sim && c->command_argc > 0) {
-        fprintf(stderr,
-                "batchfit probe: --device %s runs the sim device's synthetic step; it takes no "
-                "COMMAND\n(see batchfit probe --help)\n",
-                c->device_spec);
-        return EXIT_USAGE;
-    }
-    if (!sim && c->command_argc == 0) {
-        fprintf(stderr, "batchfit probe: no COMMAND given: batchfit probe [options] -- COMMAND "
-                        "[ARGS...]\n(see batchfit probe --help)\n");
-        return EXIT_USAGE;
-    }
-    if (!sim && !command_exists(c->command[0])) {
-        fprintf(stderr, "batchfit probe: command not found or not executable: %s\n",
-                c->command[0]);
-        return EXIT_USAGE;
-    }
-    if (c->export_json && strcmp(c->export_json, "-") != 0) {
-        /* Find out now, before anything runs, that the file can be written. */
-        FILE *f = fopen(c->export_json, "a");
-        if (!f) {
-            fprintf(stderr, "batchfit probe: --export-json %s: %s\n", c->export_json,
-                    strerror(errno));
-            return EXIT_USAGE;
-        }
-        fclose(f);
-    }
-    return -1;
-}
-
-static int open_device(session *s)
-{
-    const probe_cli *c = s->cli;
-    if (batchfit_device_open(s->ctx, c->device_spec, &s->device) != BATCHFIT_OK) {
-        fprintf(stderr, "batchfit probe: --device: %s\n", batchfit_ctx_last_error(s->ctx));
-        return EXIT_USAGE;
-    }
+    if (sim && c->command_argc > 0)
+        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
+                      "--device %s runs the sim device's synthetic step; it takes no COMMAND "
+                      "(see batchfit probe --help)",
+                      c->device_spec);
+    if (!sim && c->command_argc == 0)
+        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
+                      "no COMMAND given: batchfit probe [options] -- COMMAND [ARGS...] (see "
+                      "batchfit probe --help)");
+    if (!sim && !command_exists(c->command[0]))
+        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
+                      "command not found or not executable: %s", c->command[0]);
+    if (batchfit_device_open(s->ctx, c->device_spec, &s->device) != BATCHFIT_OK)
+        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT, "--device: %s",
+                      batchfit_ctx_last_error(s->ctx));
     if (strcmp(c->device_spec, "auto") == 0 && !c->quiet &&
         strcmp(batchfit_device_kind(s->device), "cuda") == 0) {
         batchfit_device_info info;
@@ -131,18 +145,13 @@ static int open_device(session *s)
 static int run(session *s)
 {
     probe_cli *c = s->cli;
-    int rc = check_input(s->ctx, c);
-    if (rc < 0)
-        rc = open_device(s);
+    /* The export target first, so every later refusal is reported there. */
+    if (c->export_json && probe_export_prepare(&s->export, c->export_json) != 0)
+        return EXIT_USAGE;
+    handle_signals();
+    int rc = check_input(s);
     if (rc >= 0)
         return rc;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-
     c->opts.progress = probe_on_trial;
     c->opts.progress_userdata = s;
     int code;
@@ -150,19 +159,19 @@ static int run(session *s)
         code = batchfit_probe(s->ctx, &c->opts, s->device, batchfit_sim_step(), NULL, &s->result);
     else
         code = batchfit_probe_command(s->ctx, &c->opts, s->device, &c->cmd, &s->result);
-    int exit_code = s->result && s->result->interrupted ? EXIT_INTERRUPTED
+    int exit_code = s->result && s->result->interrupted ? 128 + s->result->interrupt_signal
                                                         : batchfit_exit_status(code);
     if (code != BATCHFIT_OK)
         probe_print_failure(s);
-    probe_export_json(s, 1);
+    if (probe_export_json(s, 1) != 0 && exit_code == EXIT_FOUND)
+        exit_code = EXIT_EXPORT_FAILED;
     if (code == BATCHFIT_OK) {
         probe_print_summary(s);
-        if (!(c->export_json && strcmp(c->export_json, "-") == 0))
+        if (s->export.kind != EXPORT_STDOUT || !s->export.path)
             printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);
     }
     return exit_code;
 }
-
 int cli_probe(int argc, char **argv)
 {
     probe_cli c;

@@ -34,12 +34,27 @@ typedef struct probe_cli {
     int command_argc;
 } probe_cli;
 
+/* Where --export-json writes (probe_export.c). */
+typedef enum export_kind {
+    EXPORT_STDOUT,   /* "-": the final document on stdout */
+    EXPORT_REPLACE,  /* a regular or new file: rewritten whole after every trial */
+    EXPORT_IN_PLACE  /* a FIFO, pipe, terminal or device: the final document, in place */
+} export_kind;
+
+typedef struct export_target {
+    const char *path;       /* as given; NULL: no export */
+    export_kind kind;
+    char resolved[4096];    /* EXPORT_REPLACE: the file to replace (links followed) */
+    unsigned mode;          /* EXPORT_REPLACE: the permissions to keep */
+} export_target;
+
 /* One run of batchfit probe. */
 typedef struct session {
     probe_cli *cli;
     batchfit_ctx *ctx;
     batchfit_device *device;
     batchfit_result *result;
+    export_target export;
     int preamble_printed;
 } session;
 
@@ -53,12 +68,14 @@ int probe_bad_value(const char *message);
 int probe_on_trial(const batchfit_result *result, const batchfit_trial *trial, void *userdata);
 void probe_print_summary(const session *s);
 void probe_print_failure(const session *s);
-/* Set by the signal handler: the user asked to stop. */
+/* Set by the signal handler: the signal that asked batchfit to stop. */
 extern volatile sig_atomic_t probe_interrupted;
 
-/* probe_export.c: writes the JSON (- = stdout, final only); a file is
- * rewritten whole through a temporary file, so a crash keeps the last
- * complete state. */
-void probe_export_json(const session *s, int final);
+/* probe_export.c: decides how path is written and checks, without
+ * creating or opening it, that it can be (0, or -1 with the message
+ * printed); then writes the result's JSON: after every trial where that is
+ * safe, and at the end (0, or -1 with the message printed). */
+int probe_export_prepare(export_target *t, const char *path);
+int probe_export_json(const session *s, int final);
 
 #endif

@@ -1,48 +1,161 @@
-/* --export-json: the library's JSON of the result, written to stdout at
- * the end (-) or rewritten whole after every trial through a temporary file
- * renamed over the target, so a crash at any point leaves the last complete
- * state. */
+/* --export-json: the library's JSON of the result.
+ *
+ * Where it goes decides how it is written. A regular file (or a missing
+ * one) is rewritten whole after every trial through a temporary file
+ * renamed over it, so a crash keeps the last complete state; a symbolic
+ * link is followed, and the file it names is replaced, never the link.
+ * Anything else - a FIFO, a pipe such as >(jq .), a terminal, a device
+ * node - is written in place, once, with the final document: renaming over
+ * it would replace the node, and a stream cannot be rewritten. "-" is
+ * stdout, also final only. */
 #include "probe.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static int write_all(FILE *f, const char *text)
+static int fail(const char *path, const char *what, int err)
 {
-    size_t len = strlen(text);
-    return fwrite(text, 1, len, f) == len ? 0 : -1;
+    fprintf(stderr, "batchfit probe: --export-json %s: %s%s%s\n", path, what, err ? ": " : "",
+            err ? strerror(err) : "");
+    return -1;
 }
 
-void probe_export_json(const session *s, int final)
+/* The file to create for path: path itself, or what a dangling symbolic
+ * link names (relative to the link's directory). */
+static int new_file_path(const char *path, char *out, size_t len)
 {
-    const char *path = s->cli->export_json;
-    const char *json = NULL;
-    if (!path || !s->result)
-        return;
-    if (batchfit_result_json(s->ctx, s->result, &json) != BATCHFIT_OK) {
-        fprintf(stderr, "batchfit probe: --export-json %s: %s\n", path,
-                batchfit_ctx_last_error(s->ctx));
-        return;
-    }
+    struct stat st;
+    char target[PATH_MAX];
+    ssize_t n;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
+        (n = readlink(path, target, sizeof target - 1)) <= 0)
+        return (size_t)snprintf(out, len, "%s", path) < len ? 0 : -1;
+    target[n] = '\0';
+    if (target[0] == '/')
+        return (size_t)snprintf(out, len, "%s", target) < len ? 0 : -1;
+    char copy[PATH_MAX];
+    if ((size_t)snprintf(copy, sizeof copy, "%s", path) >= sizeof copy)
+        return -1;
+    return (size_t)snprintf(out, len, "%s/%s", dirname(copy), target) < len ? 0 : -1;
+}
+
+int probe_export_prepare(export_target *t, const char *path)
+{
+    memset(t, 0, sizeof *t);
+    t->path = path;
     if (strcmp(path, "-") == 0) {
-        if (final)
-            write_all(stdout, json);
-        return;
+        t->kind = EXPORT_STDOUT;
+        return 0;
     }
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
-        fprintf(stderr, "batchfit probe: --export-json %s: the path is too long\n", path);
-        return;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return fail(path, "cannot use it", errno);
+        /* A new file, or the file a dangling link names: its directory
+         * must take a new entry. */
+        if (new_file_path(path, t->resolved, sizeof t->resolved) != 0)
+            return fail(path, "the path is too long", 0);
+        char copy[PATH_MAX];
+        strcpy(copy, t->resolved);
+        if (access(dirname(copy), W_OK | X_OK) != 0)
+            return fail(path, "cannot create it", errno);
+        t->kind = EXPORT_REPLACE;
+        t->mode = 0644;
+        return 0;
     }
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "batchfit probe: --export-json %s: %s\n", path, strerror(errno));
-        return;
+    if (access(path, W_OK) != 0)
+        return fail(path, "cannot write it", errno);
+    if (!S_ISREG(st.st_mode)) {
+        t->kind = EXPORT_IN_PLACE;
+        return 0;
     }
-    int bad = write_all(f, json) != 0 || ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "batchfit probe: --export-json %s: %s\n", path, strerror(errno));
-        remove(tmp);
+    /* Replace the file a link names, not the link. */
+    if (!realpath(path, t->resolved))
+        return fail(path, "cannot resolve it", errno);
+    char copy[PATH_MAX];
+    strcpy(copy, t->resolved);
+    if (access(dirname(copy), W_OK | X_OK) != 0)
+        return fail(path, "cannot replace it (its directory is not writable)", errno);
+    t->kind = EXPORT_REPLACE;
+    t->mode = st.st_mode & 07777;
+    return 0;
+}
+
+static int write_all(int fd, const char *text)
+{
+    size_t len = strlen(text);
+    while (len > 0) {
+        ssize_t n = write(fd, text, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        text += n;
+        len -= (size_t)n;
     }
+    return 0;
+}
+
+static int replace(const export_target *t, const char *json)
+{
+    char tmp[PATH_MAX + 32];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", t->resolved, (long)getpid()) >=
+        sizeof tmp)
+        return fail(t->path, "the path is too long", 0);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, t->mode);
+    if (fd < 0)
+        return fail(t->path, "cannot write it", errno);
+    int err = 0;
+    if (write_all(fd, json) != 0 || fsync(fd) != 0)
+        err = errno ? errno : EIO;
+    if (close(fd) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, t->resolved) != 0)
+        err = errno;
+    if (err) {
+        unlink(tmp);
+        return fail(t->path, "cannot write it", err);
+    }
+    return 0;
+}
+
+static int in_place(const export_target *t, const char *json)
+{
+    int fd = open(t->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(t->path, "cannot write it", errno);
+    int err = write_all(fd, json) != 0 ? errno : 0;
+    if (close(fd) != 0 && !err)
+        err = errno;
+    return err ? fail(t->path, "cannot write it", err) : 0;
+}
+
+int probe_export_json(const session *s, int final)
+{
+    const export_target *t = &s->export;
+    const char *json = NULL;
+    if (!t->path || !s->result)
+        return 0;
+    if (!final && t->kind != EXPORT_REPLACE)
+        return 0;
+    if (batchfit_result_json(s->ctx, s->result, &json) != BATCHFIT_OK)
+        return fail(t->path, batchfit_ctx_last_error(s->ctx), 0);
+    switch (t->kind) {
+    case EXPORT_STDOUT:
+        if (fputs(json, stdout) == EOF || fflush(stdout) != 0)
+            return fail(t->path, "cannot write to stdout", errno);
+        return 0;
+    case EXPORT_REPLACE:
+        return replace(t, json);
+    case EXPORT_IN_PLACE:
+        return in_place(t, json);
+    }
+    return -1;
 }

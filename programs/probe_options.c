@@ -279,7 +279,8 @@ static void print_help(FILE *f)
     }
     fprintf(f, "\nexit status: 0 found, 2 bad usage or input (nothing run), 3 even the minimum "
                "does not fit,\n4 a trial failed with an error that is not out-of-memory, 5 no "
-               "usable device, 130 interrupted.\n");
+               "usable device, 6 the\n--export-json file could not be written, 128+N stopped by "
+               "signal N (130: Ctrl-C).\n");
 }
 
 static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const char *value)

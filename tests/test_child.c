@@ -342,7 +342,7 @@ TEST(child_enforce_caps_memory)
 static void interrupt_soon(int sig)
 {
     (void)sig;
-    batchfit_interrupt();
+    batchfit_interrupt(sig);
 }
 
 TEST(child_interrupt_stops_the_trial)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -495,7 +496,11 @@ TEST(cli_devices_and_info)
     CHECK_CONTAINS(r.out, "\"available\": false");
 }
 
-TEST(cli_interrupt_writes_json_and_exits_130)
+/* Every signal that would end batchfit (Ctrl-C, kill, a closed terminal,
+ * SIGQUIT, SIGUSR1, an alarm) during a hanging trial: the trial's group is
+ * killed, the JSON says interrupted with the signal, and batchfit exits
+ * 128 + the signal. */
+static void interrupt_with(int sig)
 {
     char pidfile[256], json_path[256];
     snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-int.pid", (long)getpid());
@@ -521,9 +526,9 @@ TEST(cli_interrupt_writes_json_and_exits_130)
         }
     }
     CHECK(child > 0);
-    kill(r.pid, SIGINT);
+    kill(r.pid, sig);
     finish(&r, o, e);
-    CHECK_EQ(r.status, 130);
+    CHECK_EQ(r.status, 128 + sig);
     CHECK_CONTAINS(r.err, "interrupted");
     /* The hung child is gone (at most a zombie of a reaper). */
     char path[64];
@@ -541,8 +546,49 @@ TEST(cli_interrupt_writes_json_and_exits_130)
     CHECK(json != NULL);
     CHECK(valid_json(json));
     CHECK_CONTAINS(json, "\"interrupted\": true");
-    CHECK_CONTAINS(json, "\"exit_code\": 130");
+    char expect[64];
+    snprintf(expect, sizeof expect, "\"exit_code\": %d", 128 + sig);
+    CHECK_CONTAINS(json, expect);
+    snprintf(expect, sizeof expect, "\"signal\": %d", sig);
+    CHECK_CONTAINS(json, expect);
     unlink(pidfile);
+    unlink(json_path);
+}
+
+TEST(cli_interrupt_writes_json_and_exits_130)
+{
+    interrupt_with(SIGINT);
+}
+
+TEST(cli_every_terminating_signal_stops_the_trial)
+{
+    static const int sigs[] = {SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGALRM};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        interrupt_with(sigs[i]);
+}
+
+/* A reader that goes away (batchfit probe ... | head -n 2) does not kill
+ * batchfit: it finishes, the trials end normally, the JSON is written. */
+TEST(cli_closed_output_pipe_is_harmless)
+{
+    char json_path[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-pipe.json", (long)getpid());
+    unlink(json_path);
+    const char *args[] = {"probe",  "--device", "host", "--memory-budget", "256MiB", "--max",
+                          "8", "--show-output", "--export-json", json_path, "--", tool(), "flood",
+                          "1", NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start(&r, args, NULL, &o, &e), 0);
+    close(o);
+    close(e);
+    int status;
+    CHECK_EQ(waitpid(r.pid, &status, 0), r.pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 0);
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK_CONTAINS(json, "\"batch_size\": 8");
     unlink(json_path);
 }
 
@@ -780,4 +826,103 @@ TEST(cli_trial_that_did_not_run_exits_4)
     CHECK_EQ(cli(&r, args, "TEST_RLIMIT_NOFILE=5"), 4);
     CHECK_CONTAINS(r.err, "cannot create pipe");
     CHECK(strstr(r.out, "batch_size=") == NULL);
+}
+
+/* --export-json never replaces what is not a regular file: a device node
+ * stays a device node (and gets the document written into it), a symbolic
+ * link stays a link and the file it names gets the document. */
+TEST(cli_export_keeps_special_files_and_follows_links)
+{
+    char node[256], link_path[256], target[256];
+    snprintf(node, sizeof node, "/tmp/batchfit-test-%ld-null", (long)getpid());
+    snprintf(link_path, sizeof link_path, "/tmp/batchfit-test-%ld-link.json", (long)getpid());
+    snprintf(target, sizeof target, "/tmp/batchfit-test-%ld-target.json", (long)getpid());
+    unlink(node);
+    unlink(link_path);
+    unlink(target);
+    CHECK_EQ(mknod(node, S_IFCHR | 0666, makedev(1, 3)), 0);
+    CHECK_EQ(symlink(target, link_path), 0);
+    const char *paths[] = {node, link_path};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max",
+                              "4", "--export-json", paths[i], "--", tool(), "exit", "0", NULL};
+        run r;
+        CHECK_EQ(cli(&r, args, NULL), 0);
+    }
+    struct stat st;
+    CHECK_EQ(lstat(node, &st), 0);
+    CHECK(S_ISCHR(st.st_mode));
+    CHECK_EQ(lstat(link_path, &st), 0);
+    CHECK(S_ISLNK(st.st_mode));
+    char *json = read_file(target);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"batch_size\": 4");
+    unlink(node);
+    unlink(link_path);
+    unlink(target);
+}
+
+/* A FIFO gets the final document once, and batchfit does not block on it
+ * before the probe (a reader may come only at the end). */
+TEST(cli_export_to_a_fifo_gets_the_final_document)
+{
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "/tmp/batchfit-test-%ld-fifo", (long)getpid());
+    unlink(fifo);
+    CHECK_EQ(mkfifo(fifo, 0600), 0);
+    const char *args[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max", "4",
+                          "--export-json", fifo, "--", tool(), "exit", "0", NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start(&r, args, NULL, &o, &e), 0);
+    /* Opening for reading waits for batchfit's writer: the final write. */
+    FILE *f = fopen(fifo, "r");
+    CHECK(f != NULL);
+    static char doc[1 << 16];
+    size_t n = f ? fread(doc, 1, sizeof doc - 1, f) : 0;
+    doc[n] = '\0';
+    if (f)
+        fclose(f);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 0);
+    CHECK(valid_json(doc));
+    CHECK_CONTAINS(doc, "\"complete\": true");
+    CHECK_CONTAINS(doc, "\"exit_code\": 0");
+    unlink(fifo);
+}
+
+/* The JSON's exit_code and error say what the process returns: for input
+ * refused before any trial, and a final export that cannot be written is
+ * its own error (exit 6), not a warning. */
+TEST(cli_export_matches_the_exit_status)
+{
+    char json_path[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-status.json", (long)getpid());
+    static const struct {
+        const char *flag, *value, *error;
+    } bad[] = {
+        {"--device", "bogus", "--device"},
+        {"--oom-pattern", "(unclosed", "--oom-pattern"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        unlink(json_path);
+        const char *args[] = {"probe", "--memory-budget", "256MiB", bad[i].flag, bad[i].value,
+                              "--export-json", json_path, "--", tool(), "exit", "0", NULL};
+        run r;
+        CHECK_EQ(cli(&r, args, NULL), 2);
+        char *json = read_file(json_path);
+        CHECK(json != NULL);
+        CHECK(valid_json(json));
+        CHECK_CONTAINS(json, "\"exit_code\": 2");
+        CHECK_CONTAINS(json, bad[i].error);
+        CHECK_CONTAINS(json, "\"trials\": []");
+    }
+    unlink(json_path);
+    const char *full[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max", "4",
+                          "--export-json", "/dev/full", "--", tool(), "exit", "0", NULL};
+    run r;
+    CHECK_EQ(cli(&r, full, NULL), 6);
+    CHECK_CONTAINS(r.err, "--export-json /dev/full");
+    CHECK_CONTAINS(r.err, "No space left on device");
 }

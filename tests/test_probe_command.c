@@ -31,7 +31,9 @@ static int record(const batchfit_result *r, const batchfit_trial *t, void *userd
     batchfit_ctx *ctx = test_ctx(NULL);
     log->json_ok = t == &r->trials[r->trial_count - 1] && t->process.ran &&
                    batchfit_result_json(ctx, r, &json) == BATCHFIT_OK &&
-                   strstr(json, "\"schema_version\": 1") != NULL;
+                   strstr(json, "\"schema_version\": 1") != NULL &&
+                   strstr(json, "\"complete\": false") != NULL &&
+                   strstr(json, "\"exit_code\": null") != NULL && !r->complete;
     batchfit_ctx_free(ctx);
     return 0;
 }
