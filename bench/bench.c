@@ -279,6 +279,69 @@ static void record(kind k, const bench_profile *prof, uint64_t budget, uint64_t 
 }
 
 /* ------------------------------------------------------------------ */
+/* The families that model real processes (see profiles.h)              */
+/* ------------------------------------------------------------------ */
+
+#define CASES_PER_FAMILY 100
+#define LIB_KINDS (PEER_ULTRA60 - LIB_MODEL)
+
+typedef struct family_summary {
+    double trials_median, trials_p95, trials_max, oom_median;
+    double ratio_mean; /* answer / bisection's answer on the same case */
+    double exact_share;
+    unsigned below_bisect; /* more than one lattice step below bisection */
+    unsigned unsafe;
+    unsigned failed;
+} family_summary;
+
+static family_summary family_results[BENCH_CASE_FAMILIES][LIB_KINDS];
+
+static int run_families(uint64_t seed, unsigned cases)
+{
+    static double trials[LIB_KINDS][MAX_PROFILES], ooms[LIB_KINDS][MAX_PROFILES];
+    for (unsigned f = 0; f < BENCH_CASE_FAMILIES; f++) {
+        double ratio_sum[LIB_KINDS] = {0};
+        unsigned exact[LIB_KINDS] = {0}, ratios[LIB_KINDS] = {0};
+        for (unsigned i = 0; i < cases; i++) {
+            bench_case c;
+            bench_case_make(seed, f, i, &c);
+            uint64_t truth = bench_case_exact(&c, BOUND);
+            bench_case_outcome o[LIB_KINDS];
+            for (int k = 0; k < LIB_KINDS; k++)
+                if (bench_case_run(&c, (batchfit_strategy)k, BOUND, &o[k]) != 0)
+                    return -1;
+            for (int k = 0; k < LIB_KINDS; k++) {
+                family_summary *fs = &family_results[f][k];
+                trials[k][i] = o[k].trials;
+                ooms[k][i] = o[k].ooms;
+                if (!o[k].answer) {
+                    fs->failed++;
+                    continue;
+                }
+                if (bench_case_peak_max(&c, o[k].answer) > c.budget)
+                    fs->unsafe++;
+                exact[k] += o[k].answer == truth;
+                if (o[LIB_BISECT].answer) {
+                    ratio_sum[k] += (double)o[k].answer / (double)o[LIB_BISECT].answer;
+                    ratios[k]++;
+                    fs->below_bisect += o[k].answer + 1 < o[LIB_BISECT].answer;
+                }
+            }
+        }
+        for (int k = 0; k < LIB_KINDS; k++) {
+            family_summary *fs = &family_results[f][k];
+            fs->trials_median = quantile(trials[k], cases, 0.5);
+            fs->trials_p95 = quantile(trials[k], cases, 0.95);
+            fs->trials_max = quantile(trials[k], cases, 1.0);
+            fs->oom_median = quantile(ooms[k], cases, 0.5);
+            fs->ratio_mean = ratios[k] ? ratio_sum[k] / ratios[k] : NAN;
+            fs->exact_share = (double)exact[k] / cases;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* The real-process run                                                 */
 /* ------------------------------------------------------------------ */
 
@@ -289,17 +352,6 @@ typedef struct real_run {
     double wall;
     int ok;
 } real_run;
-
-static unsigned long long result_number(const char *json, const char *key)
-{
-    const char *r = strstr(json, "\"result\": {");
-    if (!r)
-        return 0;
-    char pattern[64];
-    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
-    const char *p = strstr(r, pattern);
-    return p ? strtoull(p + strlen(pattern), NULL, 10) : 0;
-}
 
 static double now(void)
 {
@@ -343,8 +395,8 @@ static int run_real(const char *batchfit, const char *program, const real_progra
     int status = pclose(p);
     run->wall = now() - start;
     run->ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    run->trials = result_number(json, "trials");
-    run->answer = result_number(json, "batch_size");
+    run->trials = bench_json_result_number(json, "trials");
+    run->answer = bench_json_result_number(json, "batch_size");
     return run->ok ? 0 : -1;
 }
 
@@ -500,6 +552,10 @@ int main(int argc, char **argv)
     summary s[KIND_COUNT];
     for (int k = 0; k < KIND_COUNT; k++)
         summarize((kind)k, &s[k]);
+    if (run_families(seed, CASES_PER_FAMILY) != 0) {
+        fprintf(stderr, "bench: a family case could not be searched\n");
+        return 1;
+    }
 
     static const char *const real_strategies[REAL_STRATEGIES] = {"model", "bisect", "binsearch"};
     real_run runs[REAL_PROGRAMS][REAL_STRATEGIES];
@@ -529,7 +585,23 @@ int main(int argc, char **argv)
     fprintf(f, "{\n  \"suite\": {\n");
     for (int k = 0; k < KIND_COUNT; k++)
         json_summary(f, kind_names[k], &s[k], k == KIND_COUNT - 1);
-    fprintf(f, "  },\n  \"real\": {");
+    fprintf(f, "  },\n  \"families\": {\n");
+    for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++) {
+        fprintf(f, "    \"%s\": {\n", bench_case_family_name(fam));
+        for (int k = 0; k < LIB_KINDS; k++) {
+            const family_summary *fs = &family_results[fam][k];
+            fprintf(f,
+                    "      \"%s\": {\"trials_median\": %g, \"trials_p95\": %g, "
+                    "\"trials_max\": %g, \"oom_trials_median\": %g, \"ratio_to_bisect_mean\": "
+                    "%.4f, \"below_bisect_by_more_than_one_step\": %u, \"exact_share\": %.4f, "
+                    "\"unsafe\": %u, \"failed\": %u}%s\n",
+                    kind_names[k], fs->trials_median, fs->trials_p95, fs->trials_max,
+                    fs->oom_median, isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean, fs->below_bisect,
+                    fs->exact_share, fs->unsafe, fs->failed, k == LIB_KINDS - 1 ? "" : ",");
+        }
+        fprintf(f, "    }%s\n", fam == BENCH_CASE_FAMILIES - 1 ? "" : ",");
+    }
+    fprintf(f, "  },\n  \"cases_per_family\": %d,\n  \"real\": {", CASES_PER_FAMILY);
     for (int p = 0; real_ok && p < REAL_PROGRAMS; p++)
         for (int i = 0; i < REAL_STRATEGIES; i++)
             fprintf(f,
@@ -578,6 +650,28 @@ int main(int argc, char **argv)
         fprintf(f, "| %s | %u | %.2f | %s |\n", bench_family_name(k), per_family[k],
                 per_family[k] ? model_trials_family[k] / per_family[k] : 0.0,
                 bench_family_source(k));
+    fprintf(f, "\n## Families that model real processes\n\n%d cases a family, every batchfit "
+               "strategy on each (the peers take no cache or estimate). Ratio: the answer over "
+               "bisection's on the same case, under the same acceptance rule and the same noise "
+               "draw (a draw depends only on the seed, the size and how often it ran). Below: "
+               "answers more than one lattice step below bisection's. Exact: the largest size "
+               "whose noise-free peak passes the acceptance threshold. Unsafe: the answer's peak "
+               "can exceed the budget on some draw.\n\n",
+            CASES_PER_FAMILY);
+    for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++) {
+        fprintf(f, "### %s\n\n%s.\n\n| strategy | trials median | p95 | max | OOM trials "
+                   "median | mean answer / bisect's | below bisect | exact | unsafe | no answer "
+                   "|\n|---|---|---|---|---|---|---|---|---|---|\n",
+                bench_case_family_name(fam), bench_case_family_source(fam));
+        for (int k = 0; k < LIB_KINDS; k++) {
+            const family_summary *fs = &family_results[fam][k];
+            fprintf(f, "| %s | %g | %g | %g | %g | %.4f | %u | %.1f%% | %u | %u |\n", kind_names[k],
+                    fs->trials_median, fs->trials_p95, fs->trials_max, fs->oom_median,
+                    isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean, fs->below_bisect,
+                    100.0 * fs->exact_share, fs->unsafe, fs->failed);
+        }
+        fprintf(f, "\n");
+    }
     if (real_ok) {
         fprintf(f, "\n## Real processes, default settings\n\n`batchfit probe --device host "
                    "--memory-budget B --strategy S --no-cache -- PROGRAM ARGS` (the host's "
@@ -605,6 +699,15 @@ int main(int argc, char **argv)
                s[k].trials_median, s[k].trials_p95, s[k].trials_max, s[k].oom_median,
                isnan(s[k].cost_median) ? 0.0 : s[k].cost_median, 100.0 * s[k].exact_share,
                100.0 * s[k].exact_noise_free_share, 100.0 * s[k].unsafe_share);
+    for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++)
+        for (int k = 0; k < LIB_KINDS; k++) {
+            const family_summary *fs = &family_results[fam][k];
+            printf("%-40s %-10s trials %g/%g/%g oom %g ratio %.4f below %u exact %.1f%% unsafe %u "
+                   "failed %u\n",
+                   bench_case_family_name(fam), kind_names[k], fs->trials_median, fs->trials_p95,
+                   fs->trials_max, fs->oom_median, fs->ratio_mean, fs->below_bisect,
+                   100.0 * fs->exact_share, fs->unsafe, fs->failed);
+        }
     for (int p = 0; real_ok && p < REAL_PROGRAMS; p++)
         for (int i = 0; i < REAL_STRATEGIES; i++)
             printf("real %-9s %-10s %llu trials, batch %llu, %.2f s\n", p ? "childtool" : "trainer",

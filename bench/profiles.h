@@ -4,6 +4,8 @@
 #ifndef BATCHFIT_BENCH_PROFILES_H
 #define BATCHFIT_BENCH_PROFILES_H
 
+#include <batchfit.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +45,64 @@ uint64_t bench_profile_peak(const bench_profile *p, uint64_t batch, double noise
  * budget; 0 if none. Peaks only grow with the batch, so this bisects. */
 uint64_t bench_profile_truth(const bench_profile *p, uint64_t budget, uint64_t bound,
                              double noise_top);
+
+
+/* ------------------------------------------------------------------ */
+/* Families that model what real processes do (issue 10): each case is */
+/* run through batchfit_search with an oracle whose draw at a batch    */
+/* depends only on the seed, the batch and how often that batch ran,   */
+/* so every strategy meets the same noise at the same sizes.           */
+/* ------------------------------------------------------------------ */
+
+
+enum {
+    BENCH_DETERMINISTIC, /* default 5% spread declared, 0.02-0.3% true wander */
+    BENCH_REPLAYED,      /* measured PyTorch CPU runs, interpolated between sizes */
+    BENCH_STALE_CACHE,   /* a remembered answer and curve from a budget 5-30% off */
+    BENCH_FAR_ESTIMATE,  /* a first guess x0.3 to x3 off */
+    BENCH_CASE_FAMILIES
+};
+
+typedef struct bench_case {
+    unsigned family;
+    bench_profile profile; /* the curve, except where replayed */
+    unsigned replay;       /* replayed: which measured table (0: default malloc, 1: mmap128k) */
+    double wander;         /* the true relative trial-to-trial wander (uniform +-) */
+    double declared;       /* the spread the search is told */
+    uint64_t budget;       /* bytes a trial may use */
+    uint64_t cached_batch; /* stale cache: the remembered size, with cached_fit */
+    batchfit_fit cached_fit;
+    uint64_t first_guess;
+    uint64_t seed;
+} bench_case;
+
+typedef struct bench_case_outcome {
+    uint64_t answer; /* 0: none */
+    unsigned trials;
+    unsigned ooms;
+} bench_case_outcome;
+
+const char *bench_case_family_name(unsigned family);
+const char *bench_case_family_source(unsigned family);
+
+/* Case number index of a family, drawn from seed: deterministic. */
+void bench_case_make(uint64_t seed, unsigned family, unsigned index, bench_case *c);
+
+/* Searches the case with a strategy over 1..bound. Returns 0, or -1 when
+ * the library could not run the search at all. */
+int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bound,
+                   bench_case_outcome *out);
+
+/* The most the case's peak at batch can be on any draw: an answer above
+ * the budget there is unsafe. */
+uint64_t bench_case_peak_max(const bench_case *c, uint64_t batch);
+
+/* The largest batch whose central (noise-free) peak passes the acceptance
+ * threshold budget * (1 - declared) / (1 + declared): "exact". */
+uint64_t bench_case_exact(const bench_case *c, uint64_t bound);
+
+/* Reads a numeric field of the "result" object of batchfit's JSON export
+ * (as `batchfit probe --export-json` writes it); 0 when absent. */
+unsigned long long bench_json_result_number(const char *json, const char *key);
 
 #endif

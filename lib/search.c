@@ -410,10 +410,9 @@ static int propose_model(search *s, int64_t *next)
     if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
         s->lo == index_floor_of(s, (double)s->opts->cached_batch))
         return verify_cached(s, next);
-    if (!s->budget_known || s->misses >= 2) {
-        /* No budget to fit against: gallop while nothing failed, then
-         * bisect; after repeated misses, bisect so the worst case stays
-         * bounded. */
+    if (!s->budget_known || (s->misses >= 2 && n == 0)) {
+        /* No budget to fit against (or nothing to fit after repeated
+         * misses): gallop while nothing failed, then bisect. */
         *next = propose_gallop(s);
         return 0;
     }
@@ -436,12 +435,37 @@ static int propose_model(search *s, int64_t *next)
     batchfit_fit fit;
     batchfit__fit_line(fx, fy, use, &fit);
     /* The scatter the measurements show: residuals about the line (three
-     * points or more) and re-runs of one size. Where neither exists yet,
-     * the declared spread stands in for it. */
+     * points or more) and re-runs of one size. */
     int scatter_known = use >= 3 || repeat > 0.0;
     double measured = use >= 3 && fit.max_residual_bytes > repeat ? fit.max_residual_bytes : repeat;
     double declared = 2.0 * s->spread * top_y;
-    double noise = s->spread > 0.0 ? (scatter_known ? measured : declared) : 0.0;
+    /* With two points, a failure above them that said what it needed is a
+     * third reading of the same curve (a lower bound, as it stopped at the
+     * allocation that failed): how far it lies from their line is the
+     * scatter. Only a reading the line explains within the declared band
+     * (two draws, each straying up to half of it) counts; one far above it
+     * crossed a workspace jump, which says nothing about the noise. */
+    if (use == 2 && s->spread > 0.0 && s->hi < (int64_t)s->lattice.count && s->hi_need > top_y) {
+        double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+        double line = top_y + (fy[1] - fy[0]) / (fx[1] - fx[0]) * (fail_x - top_x);
+        double off = fabs(s->hi_need - line);
+        if (fail_x > top_x && off <= declared + granule) {
+            scatter_known = 1;
+            if (off > measured)
+                measured = off;
+        }
+    }
+    /* The declared spread is the prior for that scatter (half its band is
+     * how far a draw typically strays), and it stands until the data refute
+     * it: a scatter under a tenth of it. Noise of the declared size leaves
+     * three points that close to their line in about one case in six, four
+     * points in about one in forty; a deterministic program (the kernel's
+     * accounting wander, a few tenths of a percent) does so every time.
+     * Where the data show more scatter than declared, they win. */
+    double prior = 0.5 * declared;
+    int quiet = scatter_known && measured < 0.1 * prior;
+    double scatter = quiet ? measured : (measured > prior ? measured : prior);
+    double noise = s->spread > 0.0 ? (quiet ? measured : (2.0 * measured > declared ? 2.0 * measured : declared)) : 0.0;
     /* A line explains the points when they stray from it by no more than
      * rounding and the noise they were declared to carry. */
     int collinear = use >= 3 && fit.max_residual_bytes <= 2.0 * granule + declared;
@@ -460,14 +484,54 @@ static int propose_model(search *s, int64_t *next)
     /* A rise between two points is evidence of a slope only beyond what
      * rounding and the noise of both could make. */
     double resolvable = 2.0 * noise + granule;
+    /* Under noise, two neighbours near the boundary can differ by less than
+     * that, or even fall: their secant is noise. Reach down to the nearest
+     * point the top one rises above by a resolvable amount. */
+    if (!collinear && s->spread > 0.0 && use >= 3 &&
+        fy[use - 1] - fy[use - 2] < resolvable) {
+        for (unsigned k = use - 2; k-- > 0;)
+            if (fy[use - 1] - fy[k] >= resolvable) {
+                slope = (fy[use - 1] - fy[k]) / (fx[use - 1] - fx[k]);
+                break;
+            }
+    }
     /* Proposals aim below the threshold by the scatter the points show
      * (half the declared band while too few points show any): a size there
      * passes on most draws. Points on a line show next to none, and the aim
      * is then the threshold itself. */
     s->aim = s->safe_budget;
     if (s->spread > 0.0)
-        s->aim -= scatter_known ? measured : 0.5 * declared;
+        s->aim -= scatter;
 
+    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
+    double next_x = s->lo + 1 < (int64_t)s->lattice.count
+                        ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1)
+                        : lo_x + 1.0;
+    double tolerance = granule + (s->spread > 0.0 ? scatter : fit.max_residual_bytes);
+    /* These hold with or without misses: after a rejection the line still
+     * says where acceptance turns into a coin toss. */
+    if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
+        fy[use - 1] - fy[0] >= resolvable) {
+        double predicted = top_y + slope * (next_x - top_x);
+        /* Certified: even the low end of the measured scatter puts the next
+         * size over the threshold. */
+        if (certifiable && predicted - tolerance > s->safe_budget)
+            return 1;
+        /* The line puts the next size within the measured scatter below
+         * the aim (the threshold less that scatter once more, or above it):
+         * it passes or fails by the draw, and
+         * points nearer the boundary would only move the line by that
+         * scatter again. Where the points lie on a line to within
+         * rounding, that band is under one lattice step wide and the answer
+         * is at most one step short of where a re-run decides. */
+        if (predicted > s->aim - scatter)
+            return 1;
+    }
+    if (s->misses >= 2) {
+        /* After repeated misses, bisect so the worst case stays bounded. */
+        *next = propose_gallop(s);
+        return 0;
+    }
     if (s->misses) {
         /* With one point, the baseline bounds the per-sample slope from above. */
         if (n == 1 && s->result->baseline_known && top_y > (double)s->result->baseline_bytes)
@@ -526,27 +590,6 @@ static int propose_model(search *s, int64_t *next)
         double sigma = noise / 3.4641016151377544;
         if (sxx > 0.0)
             proposal_slope += 2.0 * sigma / sqrt(sxx);
-    }
-    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
-    double next_x = s->lo + 1 < (int64_t)s->lattice.count
-                        ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1)
-                        : lo_x + 1.0;
-    double tolerance = granule + (s->spread > 0.0 ? measured : fit.max_residual_bytes);
-    if (s->spread > 0.0 && scatter_known && s->lo >= 0) {
-        double predicted = top_y + slope * (next_x - top_x);
-        /* Certified: even the low end of the measured scatter puts the next
-         * size over the threshold. */
-        if (certifiable && predicted - tolerance > s->safe_budget)
-            return 1;
-        /* The line puts the next size within the measured scatter below
-         * the aim (the threshold less that scatter once more, or above it):
-         * it passes or fails by the draw, and
-         * points nearer the boundary would only move the line by that
-         * scatter again. Where the points lie on a line to within
-         * rounding, that band is under one lattice step wide and the answer
-         * is at most one step short of where a re-run decides. */
-        if (predicted > s->aim - measured)
-            return 1;
     }
     /* Two points show no scatter of their own. The declared band then only
      * makes the certificate harder: the next size must be over the

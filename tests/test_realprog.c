@@ -4,18 +4,9 @@
  * runs the same two commands. */
 #include "test.h"
 
-#include <stdlib.h>
+#include "../bench/profiles.h"
 
-static unsigned long long json_result_number(const char *json, const char *key)
-{
-    const char *r = strstr(json, "\"result\": {");
-    if (!r)
-        return 0;
-    char pattern[64];
-    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
-    const char *p = strstr(r, pattern);
-    return p ? strtoull(p + strlen(pattern), NULL, 10) : 0;
-}
+#include <stdlib.h>
 
 /* Runs the CLI on the example trainer with a strategy; 0 on success. */
 static int probe_trainer(const char *strategy, unsigned long long *batch,
@@ -34,8 +25,8 @@ static int probe_trainer(const char *strategy, unsigned long long *batch,
     size_t n = fread(json, 1, sizeof json - 1, p);
     json[n] = '\0';
     int status = pclose(p);
-    *batch = json_result_number(json, "batch_size");
-    *trials = json_result_number(json, "trials");
+    *batch = bench_json_result_number(json, "batch_size");
+    *trials = bench_json_result_number(json, "trials");
     return status == 0 ? 0 : -1;
 }
 
