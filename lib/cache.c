@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +105,10 @@ static int valid_key(const char *key)
 static int make_dir(const char *dir, char *err, size_t err_len)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s", dir);
+    if ((size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path) {
+        batchfit__errf(err, err_len, "cache directory path is too long");
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    }
     for (char *p = path + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
@@ -121,11 +125,45 @@ static int make_dir(const char *dir, char *err, size_t err_len)
     return BATCHFIT_OK;
 }
 
-static int lock_dir(const char *dir)
+/* Opens the cache directory, trusting it only when it is ours and nobody
+ * else may write in it: otherwise another user could plant links at the
+ * names we open and make us (perhaps root) write or read where they chose.
+ * A link to such a directory is refused like the directory. Returns the
+ * directory's descriptor; every file in it is then opened relative to it,
+ * never following a link. */
+static int open_dir(const char *dir, int create, char *err, size_t err_len, int *fd_out)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    *fd_out = -1;
+    if (create) {
+        int rc = make_dir(dir, err, err_len);
+        if (rc)
+            return rc;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return BATCHFIT_E_NOT_FOUND;
+        batchfit__errf(err, err_len, "cache directory %s: %s", dir, strerror(errno));
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        int owned = st.st_uid == geteuid();
+        batchfit__errf(err, err_len,
+                       "cache directory %s is %s (mode %04o); the cache is off: use a private "
+                       "directory (BATCHFIT_CACHE_DIR)",
+                       dir, owned ? "writable by others" : "owned by another user",
+                       (unsigned)(st.st_mode & 07777));
+        close(fd);
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    }
+    *fd_out = fd;
+    return BATCHFIT_OK;
+}
+
+static int lock_dir(int dir_fd)
+{
+    int fd = openat(dir_fd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0)
         flock(fd, LOCK_EX);
     return fd;
@@ -139,24 +177,79 @@ static void unlock_dir(int fd)
     }
 }
 
+/* A whole decimal number without sign or junk, at most max. */
+static int read_u64(const char *text, uint64_t max, uint64_t *out)
+{
+    if (*text < '0' || *text > '9')
+        return 0;
+    uint64_t v = 0;
+    for (; *text >= '0' && *text <= '9'; text++) {
+        if (v > (max - (uint64_t)(*text - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*text - '0');
+    }
+    if (*text)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* The fitted line of an entry is a hint for the search: it must describe
+ * memory a device could have (finite, non-negative slope and residual,
+ * sizes below 2^62 bytes, at least two points). */
+static int read_fit(const char *value, batchfit_fit *fit)
+{
+    double limit = 4611686018427387904.0; /* 2^62 bytes */
+    unsigned points;
+    char tail;
+    if (sscanf(value, "%lf %lf %lf %u %c", &fit->intercept_bytes, &fit->bytes_per_sample,
+               &fit->max_residual_bytes, &points, &tail) != 4)
+        return 0;
+    fit->points = points;
+    fit->valid = isfinite(fit->intercept_bytes) && isfinite(fit->bytes_per_sample) &&
+                 isfinite(fit->max_residual_bytes) && fabs(fit->intercept_bytes) < limit &&
+                 fit->bytes_per_sample >= 0 && fit->bytes_per_sample < limit &&
+                 fit->max_residual_bytes >= 0 && fit->max_residual_bytes < limit &&
+                 points >= 2 && points <= 1000;
+    return fit->valid;
+}
+
 /* BATCHFIT_OK and *e when stored, BATCHFIT_E_NOT_FOUND when not, or an
- * error code with err. */
+ * error code with err. Every field is checked: a file that says anything
+ * a probe could not have written is damaged. */
 static int load_entry(const char *dir, const char *key, batchfit_cache_entry *e, char *err,
                       size_t err_len)
 {
     if (!dir || !key || !e || !valid_key(key)) {
-        batchfit__errf(err, err_len, "cache: invalid key \"%s\"", key ? key : "");
+        batchfit__errf(err, err_len,
+                       "cache: invalid key \"%.64s%s\" (a key is 32 hex digits; see batchfit cache "
+                       "list)",
+                       key ? key : "", key && strlen(key) > 64 ? "..." : "");
         return BATCHFIT_E_INVALID_ARGUMENT;
     }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s" SUFFIX, dir, key);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return BATCHFIT_E_NOT_FOUND;
+    int dir_fd;
+    int rc = open_dir(dir, 0, err, err_len, &dir_fd);
+    if (rc)
+        return rc;
+    char name[64];
+    snprintf(name, sizeof name, "%s" SUFFIX, key);
+    int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    close(dir_fd);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        int missing = errno == ENOENT;
+        if (fd >= 0)
+            close(fd);
+        if (missing)
+            return BATCHFIT_E_NOT_FOUND;
+        batchfit__errf(err, err_len, "cache entry %s/%s cannot be read (%s); ignoring it", dir,
+                       name, strerror(errno));
+        return BATCHFIT_E_PARSE;
+    }
     memset(e, 0, sizeof *e);
     char line[1024];
-    int magic = 0, have_batch = 0;
-    while (fgets(line, sizeof line, f)) {
+    int magic = 0, have_batch = 0, bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         char *space = strchr(line, ' ');
         if (!magic) {
@@ -168,28 +261,32 @@ static int load_entry(const char *dir, const char *key, batchfit_cache_entry *e,
         if (!space)
             continue;
         *space = '\0';
-        const char *name = line, *value = space + 1;
-        if (strcmp(name, "key") == 0)
+        const char *field = line, *value = space + 1;
+        uint64_t v = 0;
+        if (strcmp(field, "key") == 0) {
             snprintf(e->key, sizeof e->key, "%s", value);
-        else if (strcmp(name, "version") == 0)
+        } else if (strcmp(field, "version") == 0) {
             snprintf(e->version, sizeof e->version, "%s", value);
-        else if (strcmp(name, "batch_size") == 0)
-            have_batch = sscanf(value, "%llu", (unsigned long long *)&e->batch_size) == 1;
-        else if (strcmp(name, "budget_bytes") == 0)
-            sscanf(value, "%llu", (unsigned long long *)&e->budget_bytes);
-        else if (strcmp(name, "fit") == 0)
-            e->fit.valid = sscanf(value, "%lf %lf %lf %u", &e->fit.intercept_bytes,
-                                  &e->fit.bytes_per_sample, &e->fit.max_residual_bytes,
-                                  &e->fit.points) == 4;
-        else if (strcmp(name, "created") == 0)
-            sscanf(value, "%lld", (long long *)&e->created);
-        else if (strcmp(name, "description") == 0)
+        } else if (strcmp(field, "batch_size") == 0) {
+            /* 2^40 samples, as for an estimate: beyond any batch trained. */
+            have_batch = read_u64(value, UINT64_C(1) << 40, &e->batch_size) && e->batch_size > 0;
+            bad = !have_batch;
+        } else if (strcmp(field, "budget_bytes") == 0) {
+            bad = !read_u64(value, UINT64_MAX, &e->budget_bytes);
+        } else if (strcmp(field, "fit") == 0) {
+            bad = !read_fit(value, &e->fit);
+        } else if (strcmp(field, "created") == 0) {
+            bad = !read_u64(value, INT64_MAX, &v);
+            e->created = (int64_t)v;
+        } else if (strcmp(field, "description") == 0) {
             snprintf(e->description, sizeof e->description, "%s", value);
+        }
     }
     fclose(f);
-    if (magic != 1 || !have_batch || e->batch_size == 0 || strcmp(e->key, key) != 0) {
-        batchfit__errf(err, err_len, "cache entry %s is %s; ignoring it", path,
+    if (magic != 1 || bad || !have_batch || strcmp(e->key, key) != 0) {
+        batchfit__errf(err, err_len, "cache entry %s/%s is %s; ignoring it", dir, name,
                        magic != 1 ? "not a batchfit cache file" : "damaged");
+        memset(e, 0, sizeof *e);
         return BATCHFIT_E_PARSE;
     }
     return BATCHFIT_OK;
@@ -201,20 +298,30 @@ static int store_entry(const char *dir, const batchfit_cache_entry *e, char *err
         batchfit__errf(err, err_len, "cache: invalid entry");
         return BATCHFIT_E_INVALID_ARGUMENT;
     }
-    int rc = make_dir(dir, err, err_len);
+    int dir_fd;
+    int rc = open_dir(dir, 1, err, err_len, &dir_fd);
     if (rc)
         return rc;
-    int lock = lock_dir(dir);
-    char tmp[4096], path[4096];
-    snprintf(tmp, sizeof tmp, "%s/.tmp.%s.%ld", dir, e->key, (long)getpid());
-    snprintf(path, sizeof path, "%s/%s" SUFFIX, dir, e->key);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int lock = lock_dir(dir_fd);
+    /* A fresh name, created exclusively: never an existing file or link. */
+    char tmp[96], name[64];
+    snprintf(name, sizeof name, "%s" SUFFIX, e->key);
+    int fd = -1;
+    for (unsigned attempt = 0; fd < 0 && attempt < 100; attempt++) {
+        snprintf(tmp, sizeof tmp, ".tmp.%s.%ld.%u", e->key, (long)getpid(), attempt);
+        fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        batchfit__errf(err, err_len, "cache: cannot write %s: %s", tmp, strerror(errno));
-        if (fd >= 0)
+        batchfit__errf(err, err_len, "cache: cannot write in %s: %s", dir, strerror(errno));
+        if (fd >= 0) {
             close(fd);
+            unlinkat(dir_fd, tmp, 0);
+        }
         unlock_dir(lock);
+        close(dir_fd);
         return BATCHFIT_E_INVALID_ARGUMENT;
     }
     /* The description is one line: newlines become spaces. */
@@ -233,23 +340,30 @@ static int store_entry(const char *dir, const batchfit_cache_entry *e, char *err
             desc);
     int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        batchfit__errf(err, err_len, "cache: cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
+    if (bad || renameat(dir_fd, tmp, dir_fd, name) != 0) {
+        batchfit__errf(err, err_len, "cache: cannot write %s/%s: %s", dir, name, strerror(errno));
+        unlinkat(dir_fd, tmp, 0);
         unlock_dir(lock);
+        close(dir_fd);
         return BATCHFIT_E_INVALID_ARGUMENT;
     }
     unlock_dir(lock);
+    close(dir_fd);
     return BATCHFIT_OK;
 }
 
-/* Calls fn(dir, key) for each entry file. */
-static int each_entry(const char *dir, int (*fn)(const char *dir, const char *key, void *ud),
-                      void *ud)
+/* Calls fn for each entry file of the (trusted) directory; returns how
+ * many fn counted, or -1 with errno. */
+static int each_entry(int dir_fd, const char *dir,
+                      int (*fn)(int dir_fd, const char *dir, const char *key, void *ud), void *ud)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : -1;
+    int fd = dup(dir_fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
     int count = 0;
     struct dirent *ent;
     while ((ent = readdir(d)) != NULL) {
@@ -259,7 +373,7 @@ static int each_entry(const char *dir, int (*fn)(const char *dir, const char *ke
         char key[40];
         memcpy(key, ent->d_name, 32);
         key[32] = '\0';
-        count += fn(dir, key, ud);
+        count += fn(dir_fd, dir, key, ud);
     }
     closedir(d);
     return count;
@@ -270,14 +384,51 @@ typedef struct list_state {
     void *userdata;
 } list_state;
 
-static int list_one(const char *dir, const char *key, void *ud)
+static int list_one(int dir_fd, const char *dir, const char *key, void *ud)
 {
+    (void)dir_fd;
     list_state *st = ud;
     batchfit_cache_entry e;
     if (load_entry(dir, key, &e, NULL, 0) != BATCHFIT_OK)
         return 0;
     st->fn(&e, st->userdata);
     return 1;
+}
+
+static int remove_one(int dir_fd, const char *dir, const char *key, void *ud)
+{
+    (void)dir;
+    (void)ud;
+    char name[64];
+    snprintf(name, sizeof name, "%s" SUFFIX, key);
+    return unlinkat(dir_fd, name, 0) == 0;
+}
+
+/* Runs fn over the entries of dir under its lock (when it exists). */
+static int over_entries(batchfit_ctx *ctx, const char *dir,
+                        int (*fn)(int dir_fd, const char *dir, const char *key, void *ud),
+                        void *ud, size_t *count)
+{
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    int dir_fd;
+    if (count)
+        *count = 0;
+    int rc = open_dir(dir, 0, err, sizeof err, &dir_fd);
+    if (rc == BATCHFIT_E_NOT_FOUND)
+        return BATCHFIT_OK;
+    if (rc)
+        return batchfit__fail_with(ctx, rc, err);
+    int lock = lock_dir(dir_fd);
+    int n = each_entry(dir_fd, dir, fn, ud);
+    int e = errno;
+    unlock_dir(lock);
+    close(dir_fd);
+    if (n < 0)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache: cannot read %s: %s", dir,
+                              strerror(e));
+    if (count)
+        *count = (size_t)n;
+    return BATCHFIT_OK;
 }
 
 int batchfit_cache_list(batchfit_ctx *ctx, const char *dir,
@@ -287,40 +438,14 @@ int batchfit_cache_list(batchfit_ctx *ctx, const char *dir,
     if (!dir || !fn)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache list: no directory given");
     list_state st = {fn, userdata};
-    int n = each_entry(dir, list_one, &st);
-    if (n < 0)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache: cannot read %s: %s", dir,
-                              strerror(errno));
-    if (count)
-        *count = (size_t)n;
-    return BATCHFIT_OK;
-}
-
-static int remove_one(const char *dir, const char *key, void *ud)
-{
-    (void)ud;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s" SUFFIX, dir, key);
-    return unlink(path) == 0;
+    return over_entries(ctx, dir, list_one, &st, count);
 }
 
 int batchfit_cache_clear(batchfit_ctx *ctx, const char *dir, size_t *removed)
 {
     if (!dir)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache clear: no directory given");
-    int lock = -1;
-    struct stat st;
-    if (stat(dir, &st) == 0)
-        lock = lock_dir(dir);
-    int n = each_entry(dir, remove_one, NULL);
-    int e = errno;
-    unlock_dir(lock);
-    if (n < 0)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache: cannot read %s: %s", dir,
-                              strerror(e));
-    if (removed)
-        *removed = (size_t)n;
-    return BATCHFIT_OK;
+    return over_entries(ctx, dir, remove_one, NULL, removed);
 }
 
 int batchfit_cache_dir(batchfit_ctx *ctx, char *out, size_t len)

@@ -123,7 +123,18 @@ static int cache_lookup(batchfit_ctx *ctx, batchfit_options *opts, const trial_s
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory building the cache key");
     batchfit_cache_entry e;
     int rc = batchfit_cache_load(ctx, dir, key, &e);
-    if (rc == BATCHFIT_OK) {
+    /* A directory that cannot be trusted or used turns the cache off for
+     * this probe; a damaged entry is only ignored (and replaced). */
+    if (rc != BATCHFIT_OK && rc != BATCHFIT_E_NOT_FOUND && rc != BATCHFIT_E_PARSE)
+        dir[0] = '\0';
+    if (rc == BATCHFIT_OK && (e.batch_size < result->min_batch ||
+                              e.batch_size > result->upper_bound)) {
+        /* Remembered under other bounds than these: no hint at all. */
+        batchfit__log(ctx, BATCHFIT_LOG_INFO,
+                      "cache: %s remembers batch size %llu, outside [%llu, %llu]; searching", key,
+                      (unsigned long long)e.batch_size, (unsigned long long)result->min_batch,
+                      (unsigned long long)result->upper_bound);
+    } else if (rc == BATCHFIT_OK) {
         result->cache_hit = 1;
         result->cache_remembered = e.batch_size;
         opts->cached_batch = e.batch_size;

@@ -19,7 +19,7 @@ static int show(batchfit_ctx *ctx, const char *dir, const char *key)
     int rc = batchfit_cache_load(ctx, dir, key, &e);
     if (rc == BATCHFIT_E_NOT_FOUND) {
         fprintf(stderr, "batchfit cache: no entry %s in %s (see batchfit cache list)\n", key, dir);
-        return EXIT_USAGE;
+        return EXIT_NOT_FOUND;
     }
     if (rc) {
         fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
@@ -66,7 +66,8 @@ static int run(batchfit_ctx *ctx, int argc, char **argv)
     }
     fprintf(stderr, "usage: batchfit cache list | show KEY | clear\n"
                     "(the cache lives in $BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit, "
-                    "else ~/.cache/batchfit)\n");
+                    "else ~/.cache/batchfit; show exits 1 when KEY has no entry, 2 when KEY is "
+                    "not a key)\n");
     return strcmp(what, "--help") == 0 || strcmp(what, "-h") == 0 ? EXIT_FOUND : EXIT_USAGE;
 }
 

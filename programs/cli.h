@@ -12,6 +12,7 @@
 enum {
     EXIT_FOUND = 0,
     EXIT_INTERNAL = 1,
+    EXIT_NOT_FOUND = 1, /* batchfit cache show: no entry under that key */
     EXIT_USAGE = 2,
     EXIT_MIN_DOES_NOT_FIT = 3,
     EXIT_TRIAL_ERROR = 4,

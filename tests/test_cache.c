@@ -214,3 +214,116 @@ TEST(cache_verification_in_the_search)
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
+
+/* Writes text as the entry of key in dir. */
+static void plant(const char *dir, const char *key, const char *text)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s.entry", dir, key);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Absurd contents are damage, not hints: a size of 10^18 or -5, a fit of
+ * nan, inf or -1e308, a negative creation time. */
+TEST(cache_absurd_fields_are_damage)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-absurd", (long)getpid());
+    mkdir(dir, 0700);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    const char *key = "0123456789abcdef0123456789abcdef";
+    static const char *const bodies[] = {
+        "batch_size 1000000000000000000\n",
+        "batch_size -5\n",
+        "batch_size 12abc\n",
+        "batch_size 64\nfit nan 1 1 3\n",
+        "batch_size 64\nfit 1 inf 1 3\n",
+        "batch_size 64\nfit -1e308 1 1 3\n",
+        "batch_size 64\nfit 1 -5 1 3\n",
+        "batch_size 64\nfit 1 5 1 1\n",
+        "batch_size 64\ncreated -7\n",
+        "batch_size 64\nbudget_bytes 99999999999999999999999\n",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "batchfit-cache 1\nkey %s\n%s", key, bodies[i]);
+        plant(dir, key, text);
+        batchfit_cache_entry e;
+        CHECK_EQ(batchfit_cache_load(ctx, dir, key, &e), BATCHFIT_E_PARSE);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "damaged");
+    }
+    char text[512];
+    snprintf(text, sizeof text,
+             "batchfit-cache 1\nkey %s\nbatch_size 64\nbudget_bytes 1000\nfit 1e6 2e5 10 3\n"
+             "created 5\n",
+             key);
+    plant(dir, key, text);
+    batchfit_cache_entry e;
+    CHECK_EQ(batchfit_cache_load(ctx, dir, key, &e), BATCHFIT_OK);
+    CHECK_EQ(e.batch_size, 64);
+    CHECK(e.fit.valid);
+    size_t n = 0;
+    CHECK_EQ(batchfit_cache_clear(ctx, dir, &n), BATCHFIT_OK);
+    CHECK_EQ(n, 1);
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
+    rmdir(dir);
+    batchfit_ctx_free(ctx);
+}
+
+/* A cache directory others may write in is refused (another user could
+ * plant links at the names we open); in our own directory no link is
+ * followed: a link planted at .lock is neither followed nor written
+ * through. */
+TEST(cache_untrusted_directory_and_planted_links)
+{
+    char dir[256], victim[300], lock[300];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-shared-cache", (long)getpid());
+    snprintf(victim, sizeof victim, "/tmp/batchfit-test-%ld-victim", (long)getpid());
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    mkdir(dir, 0700);
+    CHECK_EQ(chmod(dir, 0777), 0);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_cache_entry e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.key, sizeof e.key, "0123456789abcdef0123456789abcdef");
+    e.batch_size = 8;
+    CHECK_EQ(batchfit__cache_store(ctx, dir, &e), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "writable by others");
+    CHECK_EQ(batchfit_cache_load(ctx, dir, e.key, &e), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(batchfit_cache_list(ctx, dir, NULL, NULL, NULL), BATCHFIT_E_INVALID_ARGUMENT);
+    /* The probe says why the cache is off and goes on without it. */
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB", &d),
+             BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.cache = 1;
+    o.cache_dir = dir;
+    o.cache_key = "model";
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK_EQ(r->warning_count, 1);
+    CHECK_CONTAINS(r->warnings[0], "the cache is off");
+    batchfit_result_free(r);
+    CHECK_EQ(chmod(dir, 0700), 0);
+    /* Ours again, with a link planted at .lock: stored, the victim untouched. */
+    unlink(victim);
+    CHECK_EQ(symlink(victim, lock), 0);
+    e.batch_size = 8;
+    snprintf(e.key, sizeof e.key, "0123456789abcdef0123456789abcdef");
+    CHECK_EQ(batchfit__cache_store(ctx, dir, &e), BATCHFIT_OK);
+    CHECK(access(victim, F_OK) != 0);
+    size_t n = 0;
+    CHECK_EQ(batchfit_cache_clear(ctx, dir, &n), BATCHFIT_OK);
+    CHECK_EQ(n, 1);
+    unlink(lock);
+    rmdir(dir);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}

@@ -926,3 +926,67 @@ TEST(cli_export_matches_the_exit_status)
     CHECK_CONTAINS(r.err, "--export-json /dev/full");
     CHECK_CONTAINS(r.err, "No space left on device");
 }
+
+/* batchfit cache show: a path is not a key (exit 2, nothing read), a key
+ * with no entry has its own outcome (exit 1). */
+TEST(cli_cache_show_refuses_paths_and_says_not_found)
+{
+    char dir[256], env_dir[300];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-show", (long)getpid());
+    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
+    const char *envs[] = {env_dir, NULL};
+    run r;
+    const char *path[] = {"cache", "show", "../../etc/passwd", NULL};
+    CHECK_EQ(cli_env(&r, path, envs), 2);
+    CHECK_CONTAINS(r.err, "invalid key");
+    CHECK(strstr(r.out, "root:") == NULL);
+    const char *missing[] = {"cache", "show", "0123456789abcdef0123456789abcdef", NULL};
+    CHECK_EQ(cli_env(&r, missing, envs), 1);
+    CHECK_CONTAINS(r.err, "no entry 0123456789abcdef0123456789abcdef");
+    rmdir(dir);
+}
+
+/* 100 KB of sim spec and of --cache-key go into the cache key whole (no
+ * fixed buffer to overflow, nothing cut off): two budgets, two entries; the
+ * same run again is a hit. */
+TEST(cli_cache_long_spec_and_key)
+{
+    size_t len = 100 * 1024;
+    char *spec = malloc(len + 128), *key = malloc(len + 1);
+    CHECK(spec && key);
+    /* A key may repeat (the last one counts): 100 KB of ",seed=7". */
+    size_t n = (size_t)snprintf(spec, len + 128, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB");
+    while (n + 7 < len)
+        n += (size_t)snprintf(spec + n, len + 128 - n, ",seed=7");
+    memset(key, 'k', len);
+    key[len] = '\0';
+    char dir[256], env_dir[300];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-long", (long)getpid());
+    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
+    clear_cache(dir);
+    const char *envs[] = {env_dir, NULL};
+    const char *budgets[] = {"8GiB", "4GiB", "8GiB"};
+    char json_path[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-long.json", (long)getpid());
+    for (int i = 0; i < 3; i++) {
+        const char *args[] = {"probe",       "--device", spec,          "--memory-budget",
+                              budgets[i],    "--quiet",  "--cache-key", key,
+                              "--export-json", json_path, NULL};
+        run r;
+        CHECK_EQ(cli_env(&r, args, envs), 0);
+        char *json = read_file(json_path);
+        CHECK(json && strstr(json, i == 2 ? "\"hit\": true" : "\"hit\": false"));
+    }
+    unlink(json_path);
+    const char *list[] = {"cache", "list", NULL};
+    run r;
+    CHECK_EQ(cli_env(&r, list, envs), 0);
+    CHECK_CONTAINS(r.err, "2 entries");
+    clear_cache(dir);
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
+    rmdir(dir);
+    free(spec);
+    free(key);
+}
