@@ -12,31 +12,60 @@ typedef struct writer {
     int need_comma[32];
 } writer;
 
+/* The length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when
+ * the bytes there are not UTF-8 (overlong forms, surrogates and values
+ * past U+10FFFF included). */
+static size_t utf8_length(const unsigned char *p)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F) || (c == 0xF0 && p[1] < 0x90) ||
+        (c == 0xF4 && p[1] > 0x8F))
+        return 0;
+    return n;
+}
+
+/* A JSON string. Arguments and output lines are bytes, not always UTF-8:
+ * a byte that is not part of well-formed UTF-8 is written as \u00XX (the
+ * byte's value as a code point), so the document stays valid JSON. */
 static void put_string(batchfit__buf *b, const char *s)
 {
     batchfit__buf_append(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
         switch (*p) {
         case '"':
             batchfit__buf_append(b, "\\\"", 2);
-            break;
+            p++;
+            continue;
         case '\\':
             batchfit__buf_append(b, "\\\\", 2);
-            break;
+            p++;
+            continue;
         case '\n':
             batchfit__buf_append(b, "\\n", 2);
-            break;
+            p++;
+            continue;
         case '\r':
             batchfit__buf_append(b, "\\r", 2);
-            break;
+            p++;
+            continue;
         case '\t':
             batchfit__buf_append(b, "\\t", 2);
-            break;
-        default:
-            if (*p < 0x20)
-                batchfit__buf_printf(b, "\\u%04x", *p);
-            else
-                batchfit__buf_append(b, (const char *)p, 1);
+            p++;
+            continue;
+        }
+        size_t n = *p < 0x20 ? 0 : utf8_length(p);
+        if (n == 0) {
+            batchfit__buf_printf(b, "\\u%04x", *p);
+            p++;
+        } else {
+            batchfit__buf_append(b, (const char *)p, n);
+            p += n;
         }
     }
     batchfit__buf_append(b, "\"", 1);

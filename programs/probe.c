@@ -11,29 +11,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Is the program runnable: a path that is executable, or a name on PATH? */
+/* A file that execvp would run: a regular file we may execute (a directory
+ * has execute permission too, but cannot be run). */
+static int runnable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* Is the program runnable: a path, or a name on PATH, searched as execvp
+ * does (an empty entry is the current directory)? */
 static int command_exists(const char *name)
 {
     if (strchr(name, '/'))
-        return access(name, X_OK) == 0;
+        return runnable(name);
     const char *path = getenv("PATH");
     if (!path)
         path = "/usr/local/bin:/usr/bin:/bin";
     char buf[4096];
-    while (*path) {
+    for (;;) {
         const char *colon = strchr(path, ':');
         size_t len = colon ? (size_t)(colon - path) : strlen(path);
-        if ((size_t)snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", name) <
-            sizeof buf) {
-            struct stat st;
-            if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-                return 1;
-        }
-        path += len;
-        if (*path == ':')
-            path++;
+        int n = len ? snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, name)
+                    : snprintf(buf, sizeof buf, "./%s", name);
+        if (n > 0 && (size_t)n < sizeof buf && runnable(buf))
+            return 1;
+        if (!colon)
+            return 0;
+        path = colon + 1;
     }
-    return 0;
 }
 
 static void on_signal(int sig)

@@ -70,7 +70,10 @@ static int start_env(run *r, const char *const *args, const char *const *envs, i
         close(e[0]);
         for (size_t i = 0; envs && envs[i]; i++) {
             /* Not a variable: a limit on the run's open files. */
-            if (strncmp(envs[i], "TEST_RLIMIT_NOFILE=", 19) == 0) {
+            if (strncmp(envs[i], "TEST_CHDIR=", 11) == 0) {
+                if (chdir(envs[i] + 11) != 0)
+                    _exit(126);
+            } else if (strncmp(envs[i], "TEST_RLIMIT_NOFILE=", 19) == 0) {
                 struct rlimit lim = {(rlim_t)atoi(envs[i] + 19), (rlim_t)atoi(envs[i] + 19)};
                 setrlimit(RLIMIT_NOFILE, &lim);
             } else {
@@ -989,4 +992,47 @@ TEST(cli_cache_long_spec_and_key)
     rmdir(dir);
     free(spec);
     free(key);
+}
+
+/* The command is checked as execvp will look for it: a directory is not a
+ * program (exit 2, nothing run), and an empty PATH entry is the current
+ * directory. */
+TEST(cli_command_check_follows_execvp)
+{
+    char dir[256], chdir_env[300];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cmddir", (long)getpid());
+    mkdir(dir, 0755);
+    run r;
+    const char *directory[] = {"probe", "--device", "host", "--", dir, NULL};
+    CHECK_EQ(cli(&r, directory, NULL), 2);
+    CHECK_CONTAINS(r.err, "command not found or not executable");
+    /* childtool copied into dir, found through the empty entry of PATH. */
+    char copy[400], cmd[1536];
+    snprintf(copy, sizeof copy, "%s/ctool", dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s", tool(), copy);
+    CHECK_EQ(system(cmd), 0);
+    snprintf(chdir_env, sizeof chdir_env, "TEST_CHDIR=%s", dir);
+    const char *envs[] = {chdir_env, "PATH=/nonexistent::/usr/bin", NULL};
+    const char *relative[] = {"probe", "--device", "host", "--memory-budget", "64MiB",
+                              "--max", "2", "--", "ctool", "exit", "0", NULL};
+    CHECK_EQ(cli_env(&r, relative, envs), 0);
+    CHECK_CONTAINS(r.out, "batch_size=2");
+    unlink(copy);
+    rmdir(dir);
+}
+
+/* Arguments that are not UTF-8 do not break the JSON: such bytes are
+ * written as \u00XX; well-formed UTF-8 passes as it is. */
+TEST(cli_json_escapes_bytes_that_are_not_utf8)
+{
+    const char *args[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max", "2",
+                          "--quiet", "--export-json", "-", "--", tool(), "args", "\xff\xfe",
+                          "caf\xc3\xa9", "\xed\xa0\x80", NULL};
+    run r;
+    CHECK_EQ(cli(&r, args, NULL), 0);
+    CHECK(valid_json(r.out));
+    CHECK_CONTAINS(r.out, "\"\\u00ff\\u00fe\"");
+    CHECK_CONTAINS(r.out, "\"caf\xc3\xa9\"");
+    CHECK_CONTAINS(r.out, "\"\\u00ed\\u00a0\\u0080\"");
+    CHECK(strchr(r.out, '\xff') == NULL);
 }
