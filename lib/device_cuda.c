@@ -185,11 +185,15 @@ static void attach_nvml(cuda_state *st, char *why, size_t len)
 
 int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *dev)
 {
+    /* A device index is digits only (0 included), below 1024. */
     uint64_t n = 0;
-    char err[BATCHFIT_ERRMSG_MAX];
-    if (strcmp(index, "0") != 0 &&
-        batchfit__parse_count(index, "cuda device index", 1024, &n, err, sizeof err) != 0)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "%s", err);
+    size_t digits = strspn(index, "0123456789");
+    for (size_t i = 0; i < digits && n < 1024; i++)
+        n = n * 10 + (uint64_t)(index[i] - '0');
+    if (digits == 0 || index[digits] != '\0' || n >= 1024)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "device \"cuda:%s\": the index must be a whole number from 0 to 1023",
+                              index);
     cuda_state *st = batchfit__calloc(&ctx->allocator, 1, sizeof *st);
     if (!st)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory opening cuda:%s", index);

@@ -186,7 +186,9 @@ static int sim_set(batchfit_ctx *ctx, batchfit_device *dev, sim_state *s, const 
         char batch_text[32];
         size_t len = (size_t)(colon - value);
         if (len >= sizeof batch_text)
-            len = sizeof batch_text - 1;
+            return batchfit__fail(ctx, BATCHFIT_E_PARSE,
+                                  "%s: invalid value \"%s\": the batch size is too large", what,
+                                  value);
         memcpy(batch_text, value, len);
         batch_text[len] = '\0';
         sim_jump *j = &s->jumps[s->jump_count];

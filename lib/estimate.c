@@ -69,7 +69,20 @@ int batchfit_estimate_memory(batchfit_ctx *ctx, const batchfit_estimate_input *i
         act += 4.0 * s * (double)in->vocab;
     }
     out->bytes_per_param = bytes_per_param(in->precision, in->optimizer);
-    out->model_state_bytes = (uint64_t)llround(out->bytes_per_param * (double)in->params);
+    /* Byte counts are 64-bit: a figure past 2^63 would wrap or be clamped,
+     * and a clamped number is a wrong answer, so it is an error. */
+    const double limit = 9223372036854775808.0;
+    double state = out->bytes_per_param * (double)in->params;
+    double peak_at_one = state + act;
+    if (!(state < limit) || !(act < limit) || !(peak_at_one < limit)) {
+        *out = (batchfit_estimate){0};
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "estimate: %s is beyond 2^63 bytes (model state %.3g bytes, "
+                              "activations %.3g bytes per sample); check --params and the shape",
+                              !(state < limit) ? "the model state" : "the memory of one sample",
+                              state, act);
+    }
+    out->model_state_bytes = (uint64_t)llround(state);
     out->activation_bytes_per_sample = (uint64_t)llround(act);
     if (in->device_bytes) {
         out->budget_bytes = in->device_bytes - (uint64_t)((double)in->device_bytes * in->margin_fraction);

@@ -78,9 +78,12 @@ int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
     b->margin_bytes = opts->margin_bytes
                           ? opts->margin_bytes
                           : (uint64_t)((double)b->usable_bytes * opts->margin_fraction);
+    /* A margin that swallows everything is a mistake in the input (as a
+     * margin of 100% is), not a measurement that nothing fits. */
     if (b->margin_bytes >= b->usable_bytes)
-        return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
-                              "the margin of %llu bytes leaves nothing of the %llu usable bytes",
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "the margin of %llu bytes leaves nothing of the %llu usable bytes; "
+                              "give a smaller margin",
                               (unsigned long long)b->margin_bytes,
                               (unsigned long long)b->usable_bytes);
     b->budget_bytes = b->usable_bytes - b->margin_bytes;

@@ -111,12 +111,16 @@ void probe_print_summary(const session *s)
                 (unsigned long long)r->first_guess,
                 100.0 * (double)r->first_guess / (double)r->batch_size,
                 (unsigned long long)r->batch_size);
-    if (r->fit.valid) {
+    if (r->fit.valid && r->fit.bytes_per_sample > 0) {
         char fixed[32], per[32];
         batchfit_format_bytes(r->fit.intercept_bytes > 0 ? r->fit.intercept_bytes : 0, fixed,
                               sizeof fixed);
         batchfit_format_bytes(r->fit.bytes_per_sample, per, sizeof per);
         fprintf(stderr, "  fitted memory: %s + %s per sample\n", fixed, per);
+    } else if (r->fit.valid) {
+        /* A line that falls says the peaks did not grow with the batch
+         * (noise, or memory the program holds regardless). */
+        fprintf(stderr, "  fitted memory: no growth with the batch size was measured\n");
     }
 }
 

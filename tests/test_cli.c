@@ -1036,3 +1036,34 @@ TEST(cli_json_escapes_bytes_that_are_not_utf8)
     CHECK_CONTAINS(r.out, "\"\\u00ed\\u00a0\\u0080\"");
     CHECK(strchr(r.out, '\xff') == NULL);
 }
+
+/* Small mistakes get small, exact answers: a margin that swallows the
+ * budget is bad input (2, like --margin 100%); a device index with a
+ * trailing blank names the spec; a long jump= value is quoted whole; the
+ * child gets the user's VRAM text, not a rounded copy; a peak that does not
+ * grow is not printed as a negative size per sample. */
+TEST(cli_small_input_mistakes)
+{
+    run r;
+    const char *margin[] = {"probe", "--device", "host", "--memory-budget", "200MiB", "--margin",
+                            "200MiB", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, margin, NULL), 2);
+    CHECK_CONTAINS(r.err, "the margin of 209715200 bytes leaves nothing");
+    const char *index[] = {"probe", "--device", "cuda:0 ", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, index, NULL), 2);
+    CHECK_CONTAINS(r.err, "\"cuda:0 \": the index must be a whole number");
+    const char *jump[] = {"probe", "--device",
+                          "sim:capacity=1GiB,jump=123456789012345678901234567890123456789:1GiB",
+                          NULL};
+    CHECK_EQ(cli(&r, jump, NULL), 2);
+    CHECK_CONTAINS(r.err, "\"123456789012345678901234567890123456789:1GiB\"");
+    const char *vram[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max", "1",
+                          "--vram-limit-gb", "0.1", "--show-output", "--", tool(), "env",
+                          "VRAM_LIMIT_GB", NULL};
+    CHECK_EQ(cli(&r, vram, NULL), 0);
+    CHECK_CONTAINS(r.err, "VRAM_LIMIT_GB=0.1\n");
+    const char *flat[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max", "64",
+                          "--", tool(), "alloc", "8", NULL};
+    CHECK_EQ(cli(&r, flat, NULL), 0);
+    CHECK(strstr(r.err, "+ -") == NULL);
+}

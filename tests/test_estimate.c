@@ -131,3 +131,26 @@ TEST(estimate_parses_counts_and_names)
     CHECK_EQ(o, BATCHFIT_OPTIMIZER_ADAMW);
     CHECK_EQ(batchfit__parse_optimizer("lion", "--optimizer", &o, err, sizeof err), BATCHFIT_E_PARSE);
 }
+
+/* A figure past 2^63 bytes is an error, not a clamped number. */
+TEST(estimate_refuses_figures_beyond_64_bits)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_estimate_input in;
+    batchfit_estimate_input_init(&in);
+    in.params = 1000000;
+    in.layers = 1u << 30;
+    in.hidden = 1u << 20;
+    in.heads = 1;
+    in.seq = 1u << 20;
+    batchfit_estimate e;
+    CHECK_EQ(batchfit_estimate_memory(ctx, &in, &e), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "beyond 2^63 bytes");
+    CHECK_EQ(e.max_batch, 0);
+    CHECK_EQ(e.model_state_bytes, 0);
+    in.layers = 2;
+    in.hidden = 64;
+    in.seq = 16;
+    CHECK_EQ(batchfit_estimate_memory(ctx, &in, &e), BATCHFIT_OK);
+    batchfit_ctx_free(ctx);
+}

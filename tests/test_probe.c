@@ -242,9 +242,9 @@ TEST(probe_bad_input_builds_nothing)
              BATCHFIT_E_INVALID_ARGUMENT);
     CHECK(f.result == NULL);
     CHECK_EQ(f.step.builds, 0);
-    /* A margin that leaves nothing. */
+    /* A margin that leaves nothing is bad input, as a margin of 100% is. */
     f.opts.margin_bytes = UINT64_C(17) << 30;
-    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_EQ(f.step.builds, 0);
     CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "margin");
     CHECK(device_is_clean(f.dev));
