@@ -321,6 +321,8 @@ typedef struct batchfit_trial {
                                 memory in use plus the allocation that failed) */
     double seconds;          /* wall time of the trial */
     int accepted;            /* 1 if it counts as fitting for the search */
+    int over_budget;         /* it ran to the end, but its peak exceeded the budget
+                                (outcome BATCHFIT_OOM) */
     char message[BATCHFIT_MESSAGE_MAX]; /* the step's message or why it was rejected */
     batchfit_trial_process process;     /* child-process trials only */
 } batchfit_trial;

@@ -75,6 +75,10 @@ void batchfit__buf_append(batchfit__buf *b, const char *data, size_t len);
 const char *batchfit__buf_text(const batchfit__buf *b);
 void batchfit__buf_free(batchfit__buf *b);
 
+/* parse.c: a and b as batchfit_format_bytes writes them, with more digits
+ * when the two texts would be the same for different figures. */
+void batchfit__format_bytes_apart(double a, double b, char *ta, char *tb, size_t len);
+
 /* parse.c, estimate.c: the parsers with a caller's error buffer (err may be
  * NULL), behind the public ones that report through the context. */
 int batchfit__parse_size(const char *text, const char *what, uint64_t *bytes_out, char *err,

@@ -198,6 +198,7 @@ static void write_trial(writer *w, const batchfit_trial *t)
     u64(w, "batch", t->batch);
     string(w, "outcome", batchfit_outcome_name(t->outcome));
     boolean(w, "accepted", t->accepted);
+    boolean(w, "over_budget", t->over_budget);
     u64_or_null(w, "exit_code", d && d->exited, d ? (uint64_t)d->exit_code : 0);
     u64_or_null(w, "signal", d && d->signal, d ? (uint64_t)d->signal : 0);
     if (t->peak_known)

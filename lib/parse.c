@@ -370,6 +370,30 @@ int batchfit__parse_strategy(const char *text, const char *what, batchfit_strate
 }
 
 /* The public parsers report through the context, like every other call. */
+void batchfit__format_bytes_apart(double a, double b, char *ta, char *tb, size_t len)
+{
+    batchfit_format_bytes(a, ta, len);
+    batchfit_format_bytes(b, tb, len);
+    if (a == b || strcmp(ta, tb) != 0)
+        return;
+    /* Same text for different figures ("1.02 GiB exceeds 1.02 GiB"): show
+     * the unit with as many decimals as it takes, then the exact bytes. */
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double larger = a > b ? a : b;
+    int u = 0;
+    while (u < 6 && larger >= 1024.0 * (double)(UINT64_C(1) << (10 * u)))
+        u++;
+    double scale = (double)(UINT64_C(1) << (10 * u));
+    for (int decimals = 3; decimals <= 9; decimals++) {
+        snprintf(ta, len, "%.*f %s", decimals, a / scale, units[u]);
+        snprintf(tb, len, "%.*f %s", decimals, b / scale, units[u]);
+        if (strcmp(ta, tb) != 0)
+            return;
+    }
+    snprintf(ta, len, "%.0f B", a);
+    snprintf(tb, len, "%.0f B", b);
+}
+
 int batchfit_parse_size(batchfit_ctx *ctx, const char *text, const char *what, uint64_t *bytes_out)
 {
     char err[BATCHFIT_ERRMSG_MAX] = "";

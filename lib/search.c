@@ -44,15 +44,16 @@ static void judge(const search *s, batchfit_trial *t)
         return;
     }
     char peak[32], limit[32];
-    batchfit_format_bytes((double)t->peak_bytes, peak, sizeof peak);
     if ((double)t->peak_bytes > s->budget) {
-        batchfit_format_bytes(s->budget, limit, sizeof limit);
+        batchfit__format_bytes_apart((double)t->peak_bytes, s->budget, peak, limit, sizeof peak);
         t->outcome = BATCHFIT_OOM;
+        t->over_budget = 1;
         snprintf(t->message, sizeof t->message, "peak %s exceeds the budget of %s", peak, limit);
         return;
     }
     if ((double)t->peak_bytes > s->safe_budget) {
-        batchfit_format_bytes(s->safe_budget, limit, sizeof limit);
+        batchfit__format_bytes_apart((double)t->peak_bytes, s->safe_budget, peak, limit,
+                                     sizeof peak);
         snprintf(t->message, sizeof t->message,
                  "peak %s is above %s, the budget less the %.2f%% trial-to-trial spread; a "
                  "re-run could exceed the budget",

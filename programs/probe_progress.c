@@ -58,12 +58,19 @@ int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *user
         }
         const char *what = t->accepted                   ? "fits"
                            : t->outcome == BATCHFIT_FITS ? "too close"
+                           : t->over_budget              ? "over budget"
                                                          : batchfit_outcome_name(t->outcome);
         uint64_t fit, fail;
         bracket(r, &fit, &fail);
-        fprintf(stderr, "batchfit: trial %zu: batch %llu %s%s%s, %s %s, %.2f s  [fits <= %llu",
-                r->trial_count, (unsigned long long)t->batch, color, what, reset,
-                t->outcome == BATCHFIT_FITS ? "peak" : "needed at least", peak, t->seconds,
+        /* What is known of the trial's memory: its peak, a lower bound on
+         * what it needed, or that it was stopped before either was seen. */
+        const char *measure = t->outcome == BATCHFIT_FITS || t->over_budget ? "peak"
+                              : t->peak_known ? "needed at least"
+                                              : "need not measured";
+        fprintf(stderr, "batchfit: trial %zu: batch %llu %s%s%s, %s%s%s, %.2f s  [fits <= %llu",
+                r->trial_count, (unsigned long long)t->batch, color, what, reset, measure,
+                t->peak_known || t->outcome == BATCHFIT_FITS ? " " : "",
+                t->peak_known || t->outcome == BATCHFIT_FITS ? peak : "", t->seconds,
                 (unsigned long long)fit);
         if (fail)
             fprintf(stderr, ", fails >= %llu", (unsigned long long)fail);
@@ -88,11 +95,20 @@ void probe_print_summary(const session *s)
     batchfit_format_bytes((double)r->budget.budget_bytes, budget, sizeof budget);
     batchfit_format_bytes((double)r->budget.usable_bytes, usable, sizeof usable);
     batchfit_format_bytes((double)r->budget.margin_bytes, margin, sizeof margin);
-    fprintf(stderr,
-            "batchfit: batch size %llu, found in %zu trials (%zu out of memory) with the %s "
-            "strategy\n",
-            (unsigned long long)r->batch_size, r->trial_count, r->oom_trials,
-            batchfit_strategy_name(r->strategy));
+    size_t too_close = 0, over = 0;
+    for (size_t i = 0; i < r->trial_count; i++) {
+        too_close += r->trials[i].outcome == BATCHFIT_FITS && !r->trials[i].accepted;
+        over += r->trials[i].over_budget;
+    }
+    /* Every trial is counted somewhere: out of memory (of which over the
+     * budget after finishing), or too close to the budget to count. */
+    fprintf(stderr, "batchfit: batch size %llu, found in %zu trials (%zu out of memory",
+            (unsigned long long)r->batch_size, r->trial_count, r->oom_trials);
+    if (over)
+        fprintf(stderr, ", %zu of them over the budget after finishing", over);
+    if (too_close)
+        fprintf(stderr, ", %zu too close to the budget", too_close);
+    fprintf(stderr, ") with the %s strategy\n", batchfit_strategy_name(r->strategy));
     fprintf(stderr, "  budget %s of %s usable (margin %s held back)\n", budget, usable, margin);
     for (size_t i = r->trial_count; i-- > 0;) {
         const batchfit_trial *t = &r->trials[i];

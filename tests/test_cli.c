@@ -1067,3 +1067,26 @@ TEST(cli_small_input_mistakes)
     CHECK_EQ(cli(&r, flat, NULL), 0);
     CHECK(strstr(r.err, "+ -") == NULL);
 }
+
+/* Every trial is named in the summary: a trial that finished over the
+ * budget is "over budget" (not a crash), one too close to the budget to
+ * count is counted as such. */
+TEST(cli_summary_names_every_kind_of_trial)
+{
+    run r;
+    const char *over[] = {"probe", "--device", "host", "--memory-budget", "32MiB", "--max", "1",
+                          "--no-watchdog", "--export-json", "-", "--", tool(), "alloc", "64", NULL};
+    CHECK_EQ(cli(&r, over, NULL), 3);
+    CHECK_CONTAINS(r.err, "batch 1 over budget, peak ");
+    CHECK_CONTAINS(r.out, "\"over_budget\": true");
+    const char *close[] = {"probe", "--device", "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB",
+                           "--peak-spread", "5%", "--strategy", "bisect", NULL};
+    CHECK_EQ(cli(&r, close, NULL), 0);
+    size_t lines = 0;
+    for (const char *p = strstr(r.err, " too close, "); p; p = strstr(p + 1, " too close, "))
+        lines++;
+    CHECK(lines >= 1);
+    char expect[64];
+    snprintf(expect, sizeof expect, ", %zu too close to the budget)", lines);
+    CHECK_CONTAINS(r.err, expect);
+}

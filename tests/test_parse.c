@@ -242,3 +242,21 @@ TEST(parse_format_bytes)
     CHECK_STR(buf, "3072.00 TiB");
     batchfit_format_bytes(1, NULL, 0);
 }
+
+/* Two different figures are never printed as the same text. */
+TEST(parse_format_bytes_apart_never_prints_equal_texts)
+{
+    char a[32], b[32];
+    batchfit__format_bytes_apart(1046.8 * 1048576.0, 1045.0 * 1048576.0, a, b, sizeof a);
+    CHECK(strcmp(a, b) != 0);
+    CHECK_STR(a, "1.022 GiB");
+    CHECK_STR(b, "1.021 GiB");
+    batchfit__format_bytes_apart(1073741824.0, 1073741825.0, a, b, sizeof a);
+    CHECK_STR(a, "1.000000000 GiB");
+    CHECK_STR(b, "1.000000001 GiB");
+    batchfit__format_bytes_apart(3000.0, 5000.0, a, b, sizeof a);
+    CHECK_STR(a, "2.93 KiB");
+    CHECK_STR(b, "4.88 KiB");
+    batchfit__format_bytes_apart(7.0, 7.0, a, b, sizeof a);
+    CHECK_STR(a, b);
+}
