@@ -374,17 +374,9 @@ TEST(probe_every_allocation_failure_is_clean)
  * memory 5-90% of a 16-141 GiB device, a largest batch anywhere from 1 to
  * 50,000 (so per-sample memory often below the 2 MiB granule), 0-3 jumps
  * of up to 8% of the room. Peaks and truths come from bench/profiles.c. */
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 static double rng_unit(uint64_t *s)
 {
-    return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+    return (double)(batchfit__splitmix64(s) >> 11) * 0x1.0p-53;
 }
 
 static void make_profile(uint64_t *rng, bench_profile *p)
@@ -399,7 +391,7 @@ static void make_profile(uint64_t *rng, bench_profile *p)
     double target = exp(log(50000.0) * rng_unit(rng));
     double room = (double)p->capacity * 0.95 - (double)p->fixed;
     p->per_sample = (uint64_t)(room / (target + 0.5)) + 1;
-    p->jumps = (unsigned)(rng_next(rng) % 4);
+    p->jumps = (unsigned)(batchfit__splitmix64(rng) % 4);
     for (unsigned j = 0; j < p->jumps; j++) {
         p->jump_batch[j] = 1 + (uint64_t)(rng_unit(rng) * target * 1.2);
         p->jump_bytes[j] = (uint64_t)(rng_unit(rng) * 0.08 * room);
