@@ -53,7 +53,7 @@ FAKE_LIBS := $(BUILD)/fake/libcuda.so.1 $(BUILD)/fake/libcuda-missing.so \
              $(BUILD)/fake/libnvidia-ml-missing.so
 TEST_PROGS := $(BUILD)/tests/childtool $(FAKE_LIBS)
 
-.PHONY: all lib cli test demo install uninstall clean examples fuzz bench
+.PHONY: all lib cli test test-run deps demo install uninstall clean examples fuzz bench
 
 all: lib cli examples
 
@@ -66,8 +66,20 @@ $(BUILD)/programs/%.o: programs/%.c programs/cli.h include/batchfit.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(CLI): $(CLI_OBJ) $(STATIC)
+# MPI support is a plugin the CLI loads on --mpi, built where mpicc exists
+# (scripts/install-deps.sh installs Open MPI); the core never links MPI.
+MPICC ?= mpicc
+ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
+MPI_PLUGIN := $(BUILD)/libbatchfit-mpi.so
+endif
+
+$(CLI): $(CLI_OBJ) $(STATIC) $(MPI_PLUGIN)
 	$(CC) -o $@ $(CLI_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
+
+$(BUILD)/libbatchfit-mpi.so: mpi/batchfit_mpi.c mpi/batchfit_mpi.h include/batchfit.h
+	@mkdir -p $(@D)
+	OMPI_CC=$(CC) $(MPICC) $(WARNINGS) -Iinclude $(CFLAGS) $(SAN_FLAGS) -fPIC -shared \
+	    -o $@ mpi/batchfit_mpi.c $(LDFLAGS)
 
 # Programs that stand for the user's training commands are built without the
 # sanitizers: they must crash, allocate and report as a plain program does.
@@ -184,7 +196,15 @@ $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \
 	    -o $@ tests/runner.c $(TEST_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
 
-test: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
+# What the tests need from Debian (Open MPI for the --mpi tests), installed
+# only where missing; a no-op on a machine that has it all.
+deps:
+	@sh scripts/install-deps.sh
+
+test: deps
+	$(MAKE) --no-print-directory test-run
+
+test-run: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
 	BATCHFIT_TEST_BUILD=$(abspath $(BUILD)) $(RUNNER)
 
 # The main job: the CLI probing the example trainer on host memory (without

@@ -363,6 +363,23 @@ BATCHFIT_API const batchfit_step *batchfit_sim_step(void);
 /* Options and the decision                                                 */
 /* ------------------------------------------------------------------------ */
 
+typedef enum batchfit_agree_mode {
+    BATCHFIT_AGREE_MIN = 0,     /* every rank uses the smallest rank's answer */
+    BATCHFIT_AGREE_PER_RANK = 1 /* every rank keeps its own answer */
+} batchfit_agree_mode;
+
+/* What one rank of a job found, as the others learn it (batchfit_agree). */
+typedef struct batchfit_rank_outcome {
+    int rank;
+    int status;               /* the rank's probe code */
+    uint64_t batch_size;      /* 0 when none */
+    size_t trials;
+    size_t oom_trials;
+    char device_spec[64];     /* "cuda:1", "host", ... ("" when none was opened) */
+    char device_name[96];
+    char error[256];          /* the rank's message when status is not BATCHFIT_OK */
+} batchfit_rank_outcome;
+
 typedef struct batchfit_result batchfit_result;
 
 /* A straight line through the measured peaks: peak = intercept + slope * batch. */
@@ -515,6 +532,14 @@ struct batchfit_result {
     const char *cache_key;      /* NULL when the cache was not used */
     int cache_hit;
     uint64_t cache_remembered;  /* the remembered size, when cache_hit */
+    /* Filled by batchfit_agree() in a job of several ranks. */
+    int agreed;                 /* 1 once the ranks agreed */
+    batchfit_agree_mode agree_mode;
+    int agreed_status;          /* BATCHFIT_OK, or the first failed rank's code */
+    const char *agreed_error;   /* "rank 2 (cuda:2): ...", NULL on success */
+    uint64_t agreed_batch_size; /* what this rank should train with */
+    size_t rank_count;
+    const batchfit_rank_outcome *rank_outcomes;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */
@@ -650,6 +675,44 @@ BATCHFIT_API int batchfit_result_json(batchfit_ctx *ctx, const batchfit_result *
  * Errors name the file and say what is wrong (BATCHFIT_E_PARSE). */
 BATCHFIT_API int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path,
                                                uint64_t *requested_out);
+
+/* ------------------------------------------------------------------------ */
+/* Agreement across the ranks of a job (MPI, or any all-gather)             */
+/* ------------------------------------------------------------------------ */
+
+/* The ranks of a distributed job, as the agreement sees them: who this
+ * process is and one collective, an all-gather. libbatchfit-mpi fills it
+ * from an MPI communicator (batchfit_mpi.h); anything else that can gather
+ * a few bytes from every rank can too. The core library never links MPI. */
+typedef struct batchfit_ranks {
+    size_t struct_size;  /* sizeof(batchfit_ranks) */
+    int rank;            /* this process, 0 .. size-1 */
+    int size;            /* how many ranks */
+    /* Every rank calls it with len bytes at mine; afterwards all holds
+     * size * len bytes, rank r's at all + r * len, on every rank. Returns 0,
+     * or nonzero when the exchange failed. */
+    int (*allgather)(void *userdata, const void *mine, void *all, size_t len);
+    void *userdata;
+} batchfit_ranks;
+
+/* Every rank calls it once after its own probe (also when the probe failed
+ * or never started: result is then a batchfit_result_failed() one; NULL
+ * only when not even that could be allocated, and the rank still takes
+ * part, as failed with BATCHFIT_E_NO_MEMORY), and learns every rank's
+ * outcome. The job succeeds only
+ * if every rank did: otherwise result->agreed_status is the code of the
+ * first rank that failed on its own (ranks stopped by an interrupt or by a
+ * peer's failure, BATCHFIT_E_ABORTED, count only when no rank failed
+ * otherwise), the same on every rank so every rank can end with the same
+ * exit status, and result->agreed_error names that rank. With
+ * BATCHFIT_AGREE_MIN, result->agreed_batch_size is the smallest rank's
+ * answer; with PER_RANK, this rank's own. The outcomes are kept in the
+ * result (rank_outcomes) and written to its JSON. Returns BATCHFIT_OK when
+ * the exchange worked (whatever the ranks found), BATCHFIT_E_DEVICE when it
+ * failed, BATCHFIT_E_NO_MEMORY when this rank could not take part (then
+ * the caller must abort the job, e.g. MPI_Abort, or the others wait). */
+BATCHFIT_API int batchfit_agree(batchfit_ctx *ctx, const batchfit_ranks *ranks,
+                                batchfit_agree_mode mode, batchfit_result *result);
 
 /* ------------------------------------------------------------------------ */
 /* Estimate before measuring                                                 */

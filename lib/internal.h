@@ -49,6 +49,10 @@ int batchfit__result_keep(batchfit_result *result, const char **field, const cha
  * memory allows). */
 void batchfit__result_complete(batchfit_ctx *ctx, batchfit_result *result, int code,
                                const char *message);
+/* Records the ranks' agreement in the result, which takes outcomes. */
+int batchfit__result_set_agreement(batchfit_result *result, batchfit_agree_mode mode,
+                                   batchfit_rank_outcome *outcomes, size_t count, int status,
+                                   int failed_rank);
 /* Copies a NULL-terminated argv into result->command. */
 int batchfit__result_keep_command(batchfit_result *result, const char *const *argv);
 

@@ -220,6 +220,32 @@ static void write_trial(writer *w, const batchfit_trial *t)
     end_object(w);
 }
 
+/* The ranks of a job: the verdict every rank reached, and each outcome. */
+static void write_agreement(writer *w, const batchfit_result *r)
+{
+    object(w, "agreement");
+    string(w, "mode", r->agree_mode == BATCHFIT_AGREE_MIN ? "min" : "per_rank");
+    u64_or_null(w, "batch_size", r->agreed_status == BATCHFIT_OK, r->agreed_batch_size);
+    i64(w, "exit_code", batchfit_exit_status(r->agreed_status));
+    string(w, "error", r->agreed_error);
+    array(w, "ranks");
+    for (size_t i = 0; i < r->rank_count; i++) {
+        const batchfit_rank_outcome *o = &r->rank_outcomes[i];
+        object(w, NULL);
+        i64(w, "rank", o->rank);
+        string(w, "device", o->device_spec[0] ? o->device_spec : NULL);
+        string(w, "name", o->device_spec[0] ? o->device_name : NULL);
+        u64_or_null(w, "batch_size", o->status == BATCHFIT_OK, o->batch_size);
+        u64(w, "trials", o->trials);
+        u64(w, "oom_trials", o->oom_trials);
+        i64(w, "exit_code", batchfit_exit_status(o->status));
+        string(w, "error", o->status == BATCHFIT_OK ? NULL : o->error);
+        end_object(w);
+    }
+    end_array(w);
+    end_object(w);
+}
+
 int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
 {
     writer w;
@@ -308,12 +334,14 @@ int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
     else if (r->interrupted)
         i64(&w, "exit_code", 128 + r->interrupt_signal);
     else
-        i64(&w, "exit_code", batchfit_exit_status(r->status));
+        i64(&w, "exit_code", batchfit_exit_status(r->agreed ? r->agreed_status : r->status));
     string(&w, "error", r->error);
     boolean(&w, "interrupted", r->interrupted);
     u64_or_null(&w, "signal", r->interrupted, (uint64_t)r->interrupt_signal);
     end_object(&w);
 
+    if (r->agreed)
+        write_agreement(&w, r);
     array(&w, "warnings");
     for (size_t i = 0; i < r->warning_count; i++)
         string(&w, NULL, r->warnings[i]);

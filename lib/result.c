@@ -16,6 +16,7 @@ typedef struct result_impl {
     size_t owned_count;
     size_t owned_cap;
     char *json;
+    batchfit_rank_outcome *outcomes;
 } result_impl;
 
 batchfit_result *batchfit__result_new(batchfit_ctx *ctx)
@@ -43,6 +44,7 @@ void batchfit_result_free(batchfit_result *result)
     batchfit__free(&a, r->owned);
     batchfit__free(&a, (void *)r->pub.command);
     batchfit__free(&a, r->json);
+    batchfit__free(&a, r->outcomes);
     batchfit__free(&a, r->trials);
     batchfit__free(&a, r);
 }
@@ -177,4 +179,27 @@ int batchfit_result_failed(batchfit_ctx *ctx, int code, const char *message,
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory allocating a result");
     }
     return BATCHFIT_OK;
+}
+
+int batchfit__result_set_agreement(batchfit_result *result, batchfit_agree_mode mode,
+                                   batchfit_rank_outcome *outcomes, size_t count, int status,
+                                   int failed_rank)
+{
+    result_impl *r = (result_impl *)result;
+    batchfit__free(&r->allocator, r->outcomes);
+    r->outcomes = outcomes;
+    r->pub.rank_outcomes = outcomes;
+    r->pub.rank_count = count;
+    r->pub.agreed = 1;
+    r->pub.agree_mode = mode;
+    r->pub.agreed_status = status;
+    r->pub.agreed_batch_size = 0;
+    r->pub.agreed_error = NULL;
+    if (failed_rank < 0)
+        return BATCHFIT_OK;
+    const batchfit_rank_outcome *o = &outcomes[failed_rank];
+    char text[BATCHFIT_ERRMSG_MAX + 128];
+    snprintf(text, sizeof text, "rank %d (%s): %s", o->rank,
+             o->device_spec[0] ? o->device_spec : "no device", o->error);
+    return batchfit__result_keep(result, &r->pub.agreed_error, text);
 }

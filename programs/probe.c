@@ -86,8 +86,9 @@ static int refuse(session *s, int code, const char *fmt, ...)
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     fprintf(stderr, "batchfit probe: %s\n", message);
-    if (s->export.path && batchfit_result_failed(s->ctx, code, message, &s->result) == BATCHFIT_OK)
-        probe_export_json(s, 1);
+    /* The JSON and the other ranks learn of it through a result. */
+    if (s->export.path || s->mpi)
+        batchfit_result_failed(s->ctx, code, message, &s->result);
     return batchfit_exit_status(code);
 }
 
@@ -148,36 +149,101 @@ static int check_input(session *s)
     return -1;
 }
 
-static int run(session *s)
+/* The device a rank of an MPI job probes by default: its GPU by node-local
+ * rank when that is usable, else the host. */
+static void choose_rank_device(session *s, char *spec, size_t len)
+{
+    snprintf(spec, len, "cuda:%d", probe_mpi_local_rank(s->mpi));
+    batchfit_device *gpu = NULL;
+    int usable = batchfit_device_open(s->ctx, spec, &gpu) == BATCHFIT_OK &&
+                 batchfit_device_available(gpu, NULL);
+    batchfit_device_free(gpu);
+    if (!usable)
+        snprintf(spec, len, "host");
+}
+
+/* Joins the ranks' agreement with this rank's outcome: every rank learns
+ * every outcome and ends with the job's exit status. */
+static int agree(session *s, int code, int exit_code)
 {
     probe_cli *c = s->cli;
-    /* The export target first, so every later refusal is reported there. */
-    if (c->export_json && probe_export_prepare(&s->export, c->export_json) != 0)
-        return EXIT_USAGE;
-    handle_signals();
-    int rc = check_input(s);
-    if (rc >= 0)
-        return rc;
-    c->opts.progress = probe_on_trial;
-    c->opts.progress_userdata = s;
-    int code;
-    if (c->command_argc == 0)
-        code = batchfit_probe(s->ctx, &c->opts, s->device, batchfit_sim_step(), NULL, &s->result);
-    else
-        code = batchfit_probe_command(s->ctx, &c->opts, s->device, &c->cmd, &s->result);
-    int exit_code = s->result && s->result->interrupted ? 128 + s->result->interrupt_signal
-                                                        : batchfit_exit_status(code);
     if (code != BATCHFIT_OK)
-        probe_print_failure(s);
-    if (probe_export_json(s, 1) != 0 && exit_code == EXIT_FOUND)
-        exit_code = EXIT_EXPORT_FAILED;
-    if (code == BATCHFIT_OK) {
-        probe_print_summary(s);
-        if (s->export.kind != EXPORT_STDOUT || !s->export.path)
-            printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);
+        probe_mpi_announce_failure(s->mpi);
+    if (probe_mpi_agree(s->mpi, s->ctx, c->agree, s->result) != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit probe: rank %d: %s\n", probe_mpi_rank(s->mpi),
+                batchfit_ctx_last_error(s->ctx));
+        return EXIT_NO_DEVICE;
+    }
+    const batchfit_result *r = s->result;
+    if (r->agreed_status != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit probe: rank %d: the job failed at %s\n", probe_mpi_rank(s->mpi),
+                r->agreed_error);
+        return batchfit_exit_status(r->agreed_status);
     }
     return exit_code;
 }
+
+static int run(session *s)
+{
+    probe_cli *c = s->cli;
+    char rank_device[32];
+    if (c->mpi) {
+        int rc = probe_mpi_start(&s->mpi);
+        if (rc >= 0)
+            return rc;
+        /* Rank 0 speaks for the job; the others only say what went wrong. */
+        if (probe_mpi_rank(s->mpi) != 0) {
+            c->style = STYLE_NONE;
+            c->export_json = NULL;
+        }
+        if (!c->device_spec) {
+            choose_rank_device(s, rank_device, sizeof rank_device);
+            c->device_spec = rank_device;
+        }
+    }
+    if (!c->device_spec)
+        c->device_spec = "auto";
+    int exit_code = -1;
+    /* The export target first, so every later refusal is reported there. */
+    if (c->export_json && probe_export_prepare(&s->export, c->export_json) != 0) {
+        s->export.path = NULL;
+        exit_code = refuse(s, BATCHFIT_E_INVALID_ARGUMENT, "--export-json %s cannot be written",
+                           c->export_json);
+    }
+    handle_signals();
+    if (exit_code < 0)
+        exit_code = check_input(s);
+    int code = s->result ? s->result->status : BATCHFIT_E_INVALID_ARGUMENT;
+    if (exit_code < 0) {
+        c->opts.progress = probe_on_trial;
+        c->opts.progress_userdata = s;
+        if (c->command_argc == 0)
+            code = batchfit_probe(s->ctx, &c->opts, s->device, batchfit_sim_step(), NULL,
+                                  &s->result);
+        else
+            code = batchfit_probe_command(s->ctx, &c->opts, s->device, &c->cmd, &s->result);
+        exit_code = s->result && s->result->interrupted ? 128 + s->result->interrupt_signal
+                                                        : batchfit_exit_status(code);
+        /* Under --mpi a rank stopped because another failed says nothing of
+         * its own: the agreement names the rank that did. */
+        if (code != BATCHFIT_OK && !(s->mpi && code == BATCHFIT_E_ABORTED))
+            probe_print_failure(s);
+    }
+    if (s->mpi)
+        exit_code = agree(s, code, exit_code);
+    if (probe_export_json(s, 1) != 0 && exit_code == EXIT_FOUND)
+        exit_code = EXIT_EXPORT_FAILED;
+    if (exit_code == EXIT_FOUND && probe_mpi_rank(s->mpi) == 0) {
+        probe_print_summary(s);
+        if (s->mpi)
+            probe_print_agreement(s);
+        else if (s->export.kind != EXPORT_STDOUT || !s->export.path)
+            printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);
+    }
+    probe_mpi_finish(s->mpi);
+    return exit_code;
+}
+
 int cli_probe(int argc, char **argv)
 {
     probe_cli c;

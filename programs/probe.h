@@ -29,6 +29,8 @@ typedef struct probe_cli {
     double sample_interval_ms;
     uint64_t max_trials;
     int quiet, no_cache, no_cgroup;
+    int mpi;                 /* one rank of an MPI job (probe_mpi.c) */
+    batchfit_agree_mode agree;
     style style;
     char **command;
     int command_argc;
@@ -48,8 +50,11 @@ typedef struct export_target {
     unsigned mode;          /* EXPORT_REPLACE: the permissions to keep */
 } export_target;
 
+typedef struct probe_mpi probe_mpi;
+
 /* One run of batchfit probe. */
 typedef struct session {
+    probe_mpi *mpi;          /* NULL unless --mpi */
     probe_cli *cli;
     batchfit_ctx *ctx;
     batchfit_device *device;
@@ -64,10 +69,26 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv);
 /* Prints a usage or value error naming the input; returns EXIT_USAGE. */
 int probe_bad_value(const char *message);
 
+/* probe_mpi.c: loads libbatchfit-mpi and joins the job (-1 to go on, or
+ * an exit code with the message printed); the rank, the node-local rank;
+ * whether another rank announced a failure; announcing ours; the agreement
+ * (which aborts the job when this rank cannot take part); the end. */
+int probe_mpi_start(probe_mpi **out);
+int probe_mpi_rank(const probe_mpi *m);
+int probe_mpi_size(const probe_mpi *m);
+int probe_mpi_local_rank(const probe_mpi *m);
+int probe_mpi_peer_failed(probe_mpi *m);
+void probe_mpi_announce_failure(probe_mpi *m);
+int probe_mpi_agree(probe_mpi *m, batchfit_ctx *ctx, batchfit_agree_mode mode,
+                    batchfit_result *result);
+void probe_mpi_finish(probe_mpi *m);
+
 /* probe_progress.c */
 int probe_on_trial(const batchfit_result *result, const batchfit_trial *trial, void *userdata);
 void probe_print_summary(const session *s);
 void probe_print_failure(const session *s);
+/* Rank 0's report of the ranks' agreement. */
+void probe_print_agreement(const session *s);
 /* Set by the signal handler: the signal that asked batchfit to stop. */
 extern volatile sig_atomic_t probe_interrupted;
 

@@ -160,6 +160,18 @@ static int set_peak_spread(batchfit_ctx *ctx, probe_cli *c, const char *value)
     return 0;
 }
 
+static int set_agree(batchfit_ctx *ctx, probe_cli *c, const char *value)
+{
+    (void)ctx;
+    if (strcmp(value, "min") == 0)
+        c->agree = BATCHFIT_AGREE_MIN;
+    else if (strcmp(value, "per-rank") == 0)
+        c->agree = BATCHFIT_AGREE_PER_RANK;
+    else
+        return usage_error("--agree: invalid value \"%s\": expected min or per-rank", value);
+    return 0;
+}
+
 static int set_style(batchfit_ctx *ctx, probe_cli *c, const char *value)
 {
     (void)ctx;
@@ -237,6 +249,12 @@ static const option_def options[] = {
     {"--no-cache", NULL, OPT_FLAG, AT(no_cache), 1, NULL, "neither read nor write the cache"},
     {"--cache-key", "KEY", OPT_SPECIAL, 0, 0, set_cache_key,
      "name the model in the cache key instead of hashing the command"},
+    {"--mpi", NULL, OPT_FLAG, AT(mpi), 1, NULL,
+     "run as one rank of an MPI job (mpirun -n N batchfit probe --mpi ...): each rank probes "
+     "its device (default cuda:LOCAL_RANK, else the host), then the ranks agree; rank 0 "
+     "prints and exports"},
+    {"--agree", "min|per-rank", OPT_SPECIAL, 0, 0, set_agree,
+     "with --mpi: every rank uses the smallest answer (min, the default) or its own"},
     {"--quiet", NULL, OPT_FLAG, AT(quiet), 1, NULL, "print only the result"},
     {"--style", "auto|basic|none", OPT_SPECIAL, 0, 0, set_style,
      "progress output: auto (colour on a terminal unless NO_COLOR), basic (plain), none (no "
@@ -323,7 +341,7 @@ static void defaults(probe_cli *c)
     c->opts.cache = 1;
     /* The CLI measures or fails: a size it did not measure is not an answer. */
     c->opts.no_device = BATCHFIT_NO_DEVICE_ERROR;
-    c->device_spec = "auto";
+    c->device_spec = NULL; /* auto, or under --mpi this rank's GPU */
     c->sample_interval_ms = 20.0;
     c->max_trials = BATCHFIT_DEFAULT_MAX_TRIALS;
     set_style(NULL, c, "auto");

@@ -81,7 +81,8 @@ int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *user
     }
     s->preamble_printed = 1;
     probe_export_json(s, 0);
-    return probe_interrupted ? 1 : 0;
+    /* Another rank of the job failed: this probe's answer is moot. */
+    return probe_interrupted || probe_mpi_peer_failed(s->mpi) ? 1 : 0;
 }
 
 void probe_print_summary(const session *s)
@@ -143,7 +144,11 @@ void probe_print_summary(const session *s)
 void probe_print_failure(const session *s)
 {
     const batchfit_result *r = s->result;
-    fprintf(stderr, "batchfit probe: %s\n",
+    if (s->mpi)
+        fprintf(stderr, "batchfit probe: rank %d: %s\n", probe_mpi_rank(s->mpi),
+                r && r->error ? r->error : batchfit_ctx_last_error(s->ctx));
+    else
+        fprintf(stderr, "batchfit probe: %s\n",
             r && r->interrupted ? "interrupted"
             : r && r->error     ? r->error
                                 : batchfit_ctx_last_error(s->ctx));
@@ -162,4 +167,28 @@ void probe_print_failure(const session *s)
     }
     if (d->ran && !s->cli->cmd.show_output)
         fprintf(stderr, "(--show-output shows the whole output of every trial)\n");
+}
+
+void probe_print_agreement(const session *s)
+{
+    const batchfit_result *r = s->result;
+    const probe_cli *c = s->cli;
+    if (!c->quiet) {
+        fprintf(stderr, "batchfit: %zu ranks agree (%s):\n", r->rank_count,
+                r->agree_mode == BATCHFIT_AGREE_MIN ? "the smallest answer" : "each its own");
+        for (size_t i = 0; i < r->rank_count; i++) {
+            const batchfit_rank_outcome *o = &r->rank_outcomes[i];
+            fprintf(stderr, "  rank %d  %-10s %-24s batch size %llu in %zu trials\n", o->rank,
+                    o->device_spec, o->device_name, (unsigned long long)o->batch_size, o->trials);
+        }
+    }
+    if (s->export.kind == EXPORT_STDOUT && s->export.path)
+        return;
+    if (r->agree_mode == BATCHFIT_AGREE_MIN) {
+        printf("batch_size=%llu\n", (unsigned long long)r->agreed_batch_size);
+        return;
+    }
+    for (size_t i = 0; i < r->rank_count; i++)
+        printf("rank=%d batch_size=%llu\n", r->rank_outcomes[i].rank,
+               (unsigned long long)r->rank_outcomes[i].batch_size);
 }

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Installs what building and testing batchfit needs on Debian 12, only where
-# it is missing: a C compiler, make, pkg-config; with --ci also clang and
-# valgrind for the sanitizer and leak runs. Needs root (or sudo) to install.
+# it is missing: a C compiler, make, pkg-config, Open MPI (the --mpi plugin
+# and its tests); with --ci also clang and valgrind for the sanitizer and
+# leak runs. Needs root (or sudo) to install.
 set -eu
-want="gcc:gcc make:make pkg-config:pkgconf"
+want="gcc:gcc make:make pkg-config:pkgconf mpicc:libopenmpi-dev mpirun:openmpi-bin"
 if [ "${1:-}" = "--ci" ]; then
     want="$want clang:clang valgrind:valgrind"
 fi

@@ -47,10 +47,10 @@ typedef struct run {
 
 static unsigned run_counter;
 
-/* Starts batchfit with args (NULL-terminated) and envs (NAME=VALUE
- * strings, NULL-terminated; NULL for none). */
-static int start_env(run *r, const char *const *args, const char *const *envs, int *out_fd,
-                     int *err_fd)
+/* Starts program with argv (NULL-terminated; argv[0] is the program) and
+ * envs (NAME=VALUE strings, NULL-terminated; NULL for none). */
+static int start_program(run *r, const char *program, const char *const *argv,
+                         const char *const *envs, int *out_fd, int *err_fd)
 {
     int o[2], e[2];
     if (pipe(o) != 0 || pipe(e) != 0)
@@ -80,13 +80,7 @@ static int start_env(run *r, const char *const *args, const char *const *envs, i
                 putenv((char *)envs[i]);
             }
         }
-        const char *argv[64];
-        argv[0] = bin();
-        int n = 1;
-        for (; args[n - 1] && n < 63; n++)
-            argv[n] = args[n - 1];
-        argv[n] = NULL;
-        execv(bin(), (char *const *)argv);
+        execvp(program, (char *const *)argv);
         _exit(127);
     }
     close(o[1]);
@@ -95,6 +89,19 @@ static int start_env(run *r, const char *const *args, const char *const *envs, i
     *out_fd = o[0];
     *err_fd = e[0];
     return 0;
+}
+
+/* Starts batchfit with args (NULL-terminated) and envs. */
+static int start_env(run *r, const char *const *args, const char *const *envs, int *out_fd,
+                     int *err_fd)
+{
+    const char *argv[64];
+    argv[0] = bin();
+    int n = 1;
+    for (; args[n - 1] && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    return start_program(r, bin(), argv, envs, out_fd, err_fd);
 }
 
 static int start(run *r, const char *const *args, const char *env, int *out_fd, int *err_fd)
@@ -1089,4 +1096,150 @@ TEST(cli_summary_names_every_kind_of_trial)
     char expect[64];
     snprintf(expect, sizeof expect, ", %zu too close to the budget)", lines);
     CHECK_CONTAINS(r.err, expect);
+}
+
+/* mpirun with one batchfit rank per device spec (an MPMD job: each rank
+ * its own --device), plus extra arguments for every rank. */
+static int mpirun(run *r, const char *const *specs, size_t ranks, const char *const *extra,
+                  int *out_fd, int *err_fd)
+{
+    const char *argv[128];
+    size_t n = 0;
+    argv[n++] = "mpirun";
+    argv[n++] = "--oversubscribe";
+    argv[n++] = "--allow-run-as-root";
+    for (size_t i = 0; i < ranks; i++) {
+        if (i)
+            argv[n++] = ":";
+        argv[n++] = "-n";
+        argv[n++] = "1";
+        argv[n++] = bin();
+        argv[n++] = "probe";
+        argv[n++] = "--mpi";
+        argv[n++] = "--device";
+        argv[n++] = specs[i];
+        for (size_t k = 0; extra && extra[k] && n < 120; k++)
+            argv[n++] = extra[k];
+    }
+    argv[n] = NULL;
+    const char *envs[] = {"OMPI_MCA_rmaps_base_oversubscribe=1", NULL};
+    return start_program(r, "mpirun", argv, envs, out_fd, err_fd);
+}
+
+static uint64_t solo_answer(const char *spec)
+{
+    run r;
+    const char *args[] = {"probe", "--device", spec, "--quiet", NULL};
+    if (cli(&r, args, NULL) != 0)
+        return 0;
+    const char *p = strstr(r.out, "batch_size=");
+    return p ? strtoull(p + 11, NULL, 10) : 0;
+}
+
+/* Real mpirun, three ranks on sim devices of different sizes: rank 0
+ * prints the smallest rank's answer and a JSON with every rank's device
+ * and answer, each equal to that device's solo probe; --agree per-rank
+ * reports each rank's own. */
+TEST(cli_mpi_ranks_agree)
+{
+    const char *specs[] = {"sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB",
+                           "sim:capacity=12GiB,fixed=1GiB,per_sample=100MiB",
+                           "sim:capacity=8GiB,fixed=1GiB,per_sample=100MiB"};
+    uint64_t solo[3];
+    for (int i = 0; i < 3; i++) {
+        solo[i] = solo_answer(specs[i]);
+        CHECK(solo[i] > 0);
+    }
+    CHECK(solo[2] < solo[1] && solo[1] < solo[0]);
+    char json_path[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-mpi.json", (long)getpid());
+    unlink(json_path);
+    const char *extra[] = {"--export-json", json_path, NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun(&r, specs, 3, extra, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 0);
+    char expect[64];
+    snprintf(expect, sizeof expect, "batch_size=%llu\n", (unsigned long long)solo[2]);
+    CHECK_STR(r.out, expect);
+    char *json = read_file(json_path);
+    CHECK(json && valid_json(json));
+    CHECK_CONTAINS(json, "\"mode\": \"min\"");
+    for (int i = 0; i < 3; i++) {
+        snprintf(expect, sizeof expect, "\"rank\": %d,", i);
+        CHECK_CONTAINS(json, expect);
+        snprintf(expect, sizeof expect, "\"batch_size\": %llu,", (unsigned long long)solo[i]);
+        CHECK_CONTAINS(json, expect);
+    }
+    unlink(json_path);
+    const char *per_rank[] = {"--agree", "per-rank", "--quiet", NULL};
+    CHECK_EQ(mpirun(&r, specs, 3, per_rank, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 0);
+    for (int i = 0; i < 3; i++) {
+        snprintf(expect, sizeof expect, "rank=%d batch_size=%llu\n", i,
+                 (unsigned long long)solo[i]);
+        CHECK_CONTAINS(r.out, expect);
+    }
+}
+
+/* A rank that fails at its first trial ends every rank with the same exit
+ * status (3) and a message naming it; a rank killed outright ends the job
+ * too (mpirun tears it down): never a hang. */
+TEST(cli_mpi_a_failing_rank_ends_every_rank)
+{
+    const char *specs[] = {"sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB",
+                           "sim:capacity=1GiB,fixed=2GiB,per_sample=100MiB",
+                           "sim:capacity=8GiB,fixed=1GiB,per_sample=100MiB"};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun(&r, specs, 3, NULL, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 3);
+    for (int i = 0; i < 3; i++) {
+        char expect[128];
+        snprintf(expect, sizeof expect, "rank %d: the job failed at rank 1 (sim:capacity=1GiB", i);
+        CHECK_CONTAINS(r.err, expect);
+    }
+    CHECK(strstr(r.out, "batch_size=") == NULL);
+
+    /* Rank 1 hangs in a trial; it is killed with SIGKILL. */
+    char pidfile[256];
+    snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-mpikill.pid", (long)getpid());
+    unlink(pidfile);
+    const char *host[] = {"host", "host"};
+    const char *hang[] = {"--memory-budget", "256MiB", "--", tool(), "hang", pidfile, NULL};
+    CHECK_EQ(mpirun(&r, host, 2, hang, &o, &e), 0);
+    long child = 0;
+    for (int i = 0; i < 1000 && !child; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &child) != 1)
+                child = 0;
+            fclose(f);
+        }
+        if (!child) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    CHECK(child > 0);
+    /* The trial's parent is the batchfit rank. */
+    char path[64], stat[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", child);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        stat[n] = '\0';
+        fclose(f);
+    }
+    const char *close_paren = strrchr(stat, ')');
+    long rank_pid = 0;
+    CHECK(close_paren && sscanf(close_paren + 2, "%*c %ld", &rank_pid) == 1);
+    CHECK(rank_pid > 1);
+    kill((pid_t)rank_pid, SIGKILL);
+    finish(&r, o, e);
+    CHECK(r.status != 0);
+    unlink(pidfile);
 }
