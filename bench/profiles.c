@@ -367,6 +367,15 @@ static int case_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     return 0;
 }
 
+static batchfit_log_fn case_log;
+static void *case_log_userdata;
+
+void bench_case_set_log(batchfit_log_fn fn, void *userdata)
+{
+    case_log = fn;
+    case_log_userdata = userdata;
+}
+
 int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bound,
                    bench_case_outcome *out)
 {
@@ -374,6 +383,8 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
     batchfit_ctx *ctx = NULL;
     if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
         return -1;
+    if (case_log)
+        batchfit_ctx_set_log(ctx, case_log, case_log_userdata, BATCHFIT_LOG_INFO);
     batchfit_options o;
     batchfit_options_init(&o);
     o.strategy = strategy;

@@ -93,6 +93,10 @@ void bench_case_make(uint64_t seed, unsigned family, unsigned index, bench_case 
 int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bound,
                    bench_case_outcome *out);
 
+/* Sends the log of every later bench_case_run to fn (NULL: none); for
+ * tracing a case's search. */
+void bench_case_set_log(batchfit_log_fn fn, void *userdata);
+
 /* The most the case's peak at batch can be on any draw: an answer above
  * the budget there is unsafe. */
 uint64_t bench_case_peak_max(const bench_case *c, uint64_t batch);

@@ -14,6 +14,24 @@
 
 #define MAX_POINTS 64
 
+/* The model's worst case, bounded by the classic strategies'. Inside a
+ * bracket (after the first rejection) a rejected trial that did not halve
+ * the bracket moved hi by less than bisection would have; after
+ * MAX_WASTED of them bisection closes the rest. Near the boundary a good
+ * model step shrinks the bracket from one side by less than half (the
+ * failure just above the crossing, then the next size), so two such
+ * rejections are normal and the third is the first that says the model
+ * cannot place the crossing. A fitting trial always moves lo up, so
+ * inside the bracket it never repeats. Before any rejection, galloping
+ * bounds the search: MAX_CREEPS fits in a row that did not double the size
+ * mean the model keeps aiming short of a boundary it cannot place (the
+ * usual approach - a far point, one just below the crossing, the next size -
+ * is two), and each step from there on is twice the last until one is
+ * rejected: at most twice the base-2 logarithm of the distance to the
+ * boundary. */
+#define MAX_WASTED 3
+#define MAX_CREEPS 3
+
 typedef struct search {
     batchfit_ctx *ctx;
     const batchfit_options *opts;
@@ -30,6 +48,10 @@ typedef struct search {
     double aim;         /* where proposals aim: the threshold less the measured noise */
     double hi_need;     /* lower bound on what the trial at hi needed; 0 = unknown */
     unsigned misses;    /* consecutive rejected proposals of the model */
+    int bracketed;      /* a trial was rejected: the bracket is finite */
+    unsigned wasted;    /* rejections inside the bracket that did not halve it */
+    unsigned creeps;    /* consecutive fits before any rejection that did not double lo */
+    int64_t step;       /* how far (in lattice indices) the last of them moved lo */
 } search;
 
 /* Decides whether a trial counts as fitting: it must have finished, and a
@@ -664,6 +686,17 @@ static int propose(search *s, int64_t *next)
     case BATCHFIT_STRATEGY_MODEL:
         break;
     }
+    /* At most MAX_WASTED trials more than bisection of the first bracket. */
+    if (s->wasted >= MAX_WASTED) {
+        *next = propose_bisect(s);
+        return 0;
+    }
+    /* Before any rejection, galloping's bound (see MAX_CREEPS): each step
+     * from lo twice the last, until one is rejected. */
+    if (!s->bracketed && s->creeps >= MAX_CREEPS) {
+        *next = clamp_inside(s, s->lo + 2 * (s->step > 0 ? s->step : 1));
+        return 0;
+    }
     return propose_model(s, next);
 }
 
@@ -718,12 +751,26 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
                                              : result->upper_bound));
             break;
         }
-        int64_t before_lo = s.lo;
+        int64_t before_lo = s.lo, width_before = s.hi - s.lo;
         rc = run_trial(&s, next);
         trials++;
         if (rc)
             break;
         s.misses = s.lo == before_lo ? s.misses + 1 : 0;
+        /* Before the first rejection, a fit that did not double the size
+         * is a creep toward a boundary the model cannot place. */
+        if (s.hi == (int64_t)s.lattice.count && before_lo >= 0) {
+            s.creeps = s.lo > before_lo && batchfit__lattice_value(&s.lattice, (uint64_t)s.lo) <
+                                               2 * batchfit__lattice_value(&s.lattice, (uint64_t)before_lo)
+                           ? s.creeps + 1
+                           : 0;
+            s.step = s.lo - before_lo;
+        }
+        /* A rejection inside the bracket that did not halve it spends
+         * slack (see MAX_WASTED). */
+        if (s.bracketed && s.lo == before_lo && 2 * (s.hi - s.lo) > width_before)
+            s.wasted++;
+        s.bracketed = s.hi < (int64_t)s.lattice.count;
     }
 
     final_fit(&s, &result->fit);

@@ -15,8 +15,11 @@ static int compare_unsigned(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Every answer is safe under any draw, and the model answers wherever
- * bisection does; returns the median trials and median OOM trials. */
+/* Every answer is safe under any draw, the model answers wherever
+ * bisection does, and its search is bounded: never more than twice
+ * bisection's trials (an unbounded creep toward the boundary once ran
+ * stale-cache and far-off-estimate cases to the 40-trial limit). Returns
+ * the median trials and median OOM trials. */
 static void run_family(unsigned family, unsigned *trials_median, unsigned *oom_median)
 {
     unsigned trials[CASES], ooms[CASES];
@@ -29,6 +32,7 @@ static void run_family(unsigned family, unsigned *trials_median, unsigned *oom_m
         CHECK(bisect.answer >= 1);
         CHECK(model.answer >= 1);
         CHECK(bench_case_peak_max(&c, model.answer) <= c.budget);
+        CHECK(model.trials <= 2 * bisect.trials);
         trials[i] = model.trials;
         ooms[i] = model.ooms;
     }
