@@ -231,11 +231,15 @@ install: lib cli $(BUILD)/libbatchfit.pc
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/libbatchfit.a
 	install -m 644 $(BUILD)/libbatchfit.pc $(DESTDIR)$(PKGCONFIGDIR)/libbatchfit.pc
 	ln -sf libbatchfit.pc $(DESTDIR)$(PKGCONFIGDIR)/batchfit.pc
+	if [ -n "$(MPI_PLUGIN)" ]; then \
+	    install -m 755 $(MPI_PLUGIN) $(DESTDIR)$(LIBDIR)/libbatchfit-mpi.so && \
+	    install -m 644 mpi/batchfit_mpi.h $(DESTDIR)$(INCLUDEDIR)/batchfit_mpi.h; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/batchfit $(DESTDIR)$(MANDIR)/man1/batchfit.1
 	rm -f $(DESTDIR)$(INCLUDEDIR)/batchfit.h $(DESTDIR)$(LIBDIR)/libbatchfit.so* \
 	      $(DESTDIR)$(LIBDIR)/libbatchfit.a $(DESTDIR)$(PKGCONFIGDIR)/libbatchfit.pc \
+	      $(DESTDIR)$(LIBDIR)/libbatchfit-mpi.so $(DESTDIR)$(INCLUDEDIR)/batchfit_mpi.h \
 	      $(DESTDIR)$(PKGCONFIGDIR)/batchfit.pc
 
 clean:
