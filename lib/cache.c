@@ -25,9 +25,10 @@ static int cache_dir(char *out, size_t len, char *err, size_t err_len)
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     int n;
+    /* XDG: a relative XDG_CACHE_HOME is invalid and is ignored. */
     if (explicit_dir && *explicit_dir)
         n = snprintf(out, len, "%s", explicit_dir);
-    else if (xdg && *xdg)
+    else if (xdg && xdg[0] == '/')
         n = snprintf(out, len, "%s/batchfit", xdg);
     else if (home && *home)
         n = snprintf(out, len, "%s/.cache/batchfit", home);

@@ -128,11 +128,18 @@ int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
                               "batchfit_command_options_init()");
     if (!copts->argv || !copts->argv[0] || !copts->argv[0][0])
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "no command to run");
-    if (!(copts->sample_interval > 0.0) || copts->timeout_seconds < 0.0 ||
-        copts->kill_grace_seconds < 0.0)
+    /* Every duration is a finite number of seconds that a person could
+     * wait for (at most a million): NaN or 1e300 would make a trial
+     * unbounded. */
+    if (!(copts->sample_interval > 0.0 && copts->sample_interval <= 1e6) ||
+        !(copts->timeout_seconds >= 0.0 && copts->timeout_seconds <= 1e9) ||
+        !(copts->kill_grace_seconds >= 0.0 && copts->kill_grace_seconds <= 1e6))
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "command options: the sample interval must be positive and the "
-                              "timeouts not negative");
+                              "command options: sample_interval (%g s) must be in (0, 1e6], "
+                              "timeout_seconds (%g) in [0, 1e9] and kill_grace_seconds (%g) in "
+                              "[0, 1e6]",
+                              copts->sample_interval, copts->timeout_seconds,
+                              copts->kill_grace_seconds);
     batchfit__buf settings;
     batchfit__buf_init(&settings, &ctx->allocator);
     command_settings(&settings, copts);

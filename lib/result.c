@@ -166,7 +166,7 @@ void batchfit__result_complete(batchfit_ctx *ctx, batchfit_result *result, int c
 int batchfit_result_failed(batchfit_ctx *ctx, int code, const char *message,
                            batchfit_result **out)
 {
-    if (!ctx || !out || code == BATCHFIT_OK || !message)
+    if (!ctx || !out || code <= BATCHFIT_OK || code > BATCHFIT_E_NOT_FOUND || !message)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "result_failed: a failure code and a message are required");
     *out = batchfit__result_new(ctx);

@@ -22,7 +22,7 @@ static int show(batchfit_ctx *ctx, const char *dir, const char *key)
         return EXIT_NOT_FOUND;
     }
     if (rc) {
-        fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
+        fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
         return EXIT_USAGE;
     }
     printf("key          %s\nbatch_size   %llu\nbudget_bytes %llu\nversion      %s\n", e.key,
@@ -41,14 +41,14 @@ static int run(batchfit_ctx *ctx, int argc, char **argv)
 {
     char dir[4096];
     if (batchfit_cache_dir(ctx, dir, sizeof dir) != BATCHFIT_OK) {
-        fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
+        fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
         return EXIT_USAGE;
     }
     const char *what = argc > 1 ? argv[1] : "";
     size_t n = 0;
     if (strcmp(what, "list") == 0 && argc == 2) {
         if (batchfit_cache_list(ctx, dir, print_entry, NULL, &n) != BATCHFIT_OK) {
-            fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
+            fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
             return EXIT_USAGE;
         }
         fprintf(stderr, "%zu entr%s in %s\n", n, n == 1 ? "y" : "ies", dir);
@@ -58,7 +58,7 @@ static int run(batchfit_ctx *ctx, int argc, char **argv)
         return show(ctx, dir, argv[2]);
     if (strcmp(what, "clear") == 0 && argc == 2) {
         if (batchfit_cache_clear(ctx, dir, &n) != BATCHFIT_OK) {
-            fprintf(stderr, "batchfit cache: %s\n", batchfit_ctx_last_error(ctx));
+            fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
             return EXIT_USAGE;
         }
         printf("removed %zu entr%s from %s\n", n, n == 1 ? "y" : "ies", dir);

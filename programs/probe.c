@@ -102,10 +102,10 @@ static int check_input(session *s)
         uint64_t requested = 0;
         if (batchfit_read_hyperparameters(s->ctx, c->hyperparameters, &requested))
             return refuse(s, BATCHFIT_E_PARSE, "%s", batchfit_ctx_last_error(s->ctx));
-        if (c->max_text && requested != c->opts.requested_max)
+        if (c->max_text && requested && requested != c->opts.requested_max)
             fprintf(stderr, "batchfit: --max %s overrides max_batch_size from %s\n", c->max_text,
                     c->hyperparameters);
-        else
+        else if (!c->max_text)
             c->opts.requested_max = requested;
     }
     if (!c->vram_flag) {
@@ -126,6 +126,13 @@ static int check_input(session *s)
         return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
                       "--device %s runs the sim device's synthetic step; it takes no COMMAND "
                       "(see batchfit probe --help)",
+                      c->device_spec);
+    if (sim && (c->oom_pattern_count || c->cmd.enforce || c->cmd.crash_is_oom ||
+                c->timeout_seconds > 0 || c->cmd.show_output || !c->cmd.watchdog || c->no_cgroup))
+        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
+                      "--oom-pattern, --enforce, --crash-is-oom, --timeout, --show-output, "
+                      "--no-watchdog and --no-cgroup apply to a COMMAND; --device %s runs the "
+                      "sim device's synthetic step in-process",
                       c->device_spec);
     if (!sim && c->command_argc == 0)
         return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
@@ -183,6 +190,21 @@ static int agree(session *s, int code, int exit_code)
     return exit_code;
 }
 
+/* Whether a terminating signal arrived outside the probe's own handling of
+ * it; if so, the result and *exit_code say so. */
+static int stopped_by_signal(session *s, int *exit_code)
+{
+    int sig = probe_interrupted;
+    if (!sig || *exit_code == 128 + sig)
+        return 0;
+    if (s->result && !s->result->interrupted) {
+        s->result->interrupted = 1;
+        s->result->interrupt_signal = sig;
+    }
+    *exit_code = 128 + sig;
+    return 1;
+}
+
 static int run(session *s)
 {
     probe_cli *c = s->cli;
@@ -206,9 +228,12 @@ static int run(session *s)
     int exit_code = -1;
     /* The export target first, so every later refusal is reported there. */
     if (c->export_json && probe_export_prepare(&s->export, c->export_json) != 0) {
+        /* Said already; the other ranks of a job still learn of it. */
         s->export.path = NULL;
-        exit_code = refuse(s, BATCHFIT_E_INVALID_ARGUMENT, "--export-json %s cannot be written",
-                           c->export_json);
+        if (s->mpi)
+            batchfit_result_failed(s->ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                                   "--export-json cannot be written", &s->result);
+        exit_code = EXIT_USAGE;
     }
     handle_signals();
     if (exit_code < 0)
@@ -231,6 +256,10 @@ static int run(session *s)
     }
     if (s->mpi)
         exit_code = agree(s, code, exit_code);
+    /* A signal that came outside the trials (while reading input, after
+     * the search) still ends batchfit as that signal, and the JSON says so. */
+    if (stopped_by_signal(s, &exit_code))
+        fprintf(stderr, "batchfit probe: interrupted\n");
     if (probe_export_json(s, 1) != 0 && exit_code == EXIT_FOUND)
         exit_code = EXIT_EXPORT_FAILED;
     if (exit_code == EXIT_FOUND && probe_mpi_rank(s->mpi) == 0) {
@@ -239,7 +268,15 @@ static int run(session *s)
             probe_print_agreement(s);
         else if (s->export.kind != EXPORT_STDOUT || !s->export.path)
             printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);
+        /* The answer is the output: if it could not be written, say so. */
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "batchfit probe: cannot write the result to stdout: %s\n",
+                    strerror(errno));
+            exit_code = EXIT_EXPORT_FAILED;
+        }
     }
+    if (stopped_by_signal(s, &exit_code) && exit_code == EXIT_EXPORT_FAILED)
+        exit_code = 128 + probe_interrupted;
     probe_mpi_finish(s->mpi);
     return exit_code;
 }
@@ -256,6 +293,14 @@ int cli_probe(int argc, char **argv)
     if (exit_code < 0) {
         batchfit_ctx_set_log(s.ctx, on_log, &c, BATCHFIT_LOG_WARN);
         exit_code = run(&s);
+    } else if (exit_code != EXIT_FOUND) {
+        /* A refused option: the JSON asked for says so too, unless its
+         * own target is what is wrong. */
+        const char *path = probe_find_export(argc, argv);
+        if (path && probe_export_prepare(&s.export, path) == 0 &&
+            batchfit_result_failed(s.ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal,
+                                   &s.result) == BATCHFIT_OK)
+            probe_export_json(&s, 1);
     }
     batchfit_result_free(s.result);
     batchfit_device_free(s.device);

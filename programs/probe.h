@@ -66,8 +66,13 @@ typedef struct session {
 /* probe_options.c: fills c from argv (defaults first). Returns -1 to go on,
  * or the exit code (help, version, or 2 with the message printed). */
 int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv);
-/* Prints a usage or value error naming the input; returns EXIT_USAGE. */
+/* Prints a usage or value error naming the input (kept in
+ * probe_refusal for the JSON); returns EXIT_USAGE. */
 int probe_bad_value(const char *message);
+extern char probe_refusal[1024];
+/* The --export-json target in argv, if any (looked for before parsing, so
+ * that a refused option is reported there too). */
+const char *probe_find_export(int argc, char **argv);
 
 /* probe_mpi.c: loads libbatchfit-mpi and joins the job (-1 to go on, or
  * an exit code with the message printed); the rank, the node-local rank;

@@ -26,23 +26,36 @@ static int fail(const char *path, const char *what, int err)
     return -1;
 }
 
-/* The file to create for path: path itself, or what a dangling symbolic
- * link names (relative to the link's directory). */
+/* The file to create for path: path itself, or what a chain of symbolic
+ * links ending in a missing file names (each relative to its link's
+ * directory), followed as the kernel would, at most 40 links deep. */
 static int new_file_path(const char *path, char *out, size_t len)
 {
-    struct stat st;
-    char target[PATH_MAX];
-    ssize_t n;
-    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
-        (n = readlink(path, target, sizeof target - 1)) <= 0)
-        return (size_t)snprintf(out, len, "%s", path) < len ? 0 : -1;
-    target[n] = '\0';
-    if (target[0] == '/')
-        return (size_t)snprintf(out, len, "%s", target) < len ? 0 : -1;
-    char copy[PATH_MAX];
-    if ((size_t)snprintf(copy, sizeof copy, "%s", path) >= sizeof copy)
+    char current[PATH_MAX];
+    if ((size_t)snprintf(current, sizeof current, "%s", path) >= sizeof current)
         return -1;
-    return (size_t)snprintf(out, len, "%s/%s", dirname(copy), target) < len ? 0 : -1;
+    for (int depth = 0; depth < 40; depth++) {
+        struct stat st;
+        char target[PATH_MAX];
+        ssize_t n;
+        if (lstat(current, &st) != 0 || !S_ISLNK(st.st_mode) ||
+            (n = readlink(current, target, sizeof target - 1)) <= 0)
+            return (size_t)snprintf(out, len, "%s", current) < len ? 0 : -1;
+        target[n] = '\0';
+        char next[PATH_MAX];
+        if (target[0] == '/') {
+            if ((size_t)snprintf(next, sizeof next, "%s", target) >= sizeof next)
+                return -1;
+        } else {
+            char copy[PATH_MAX];
+            strcpy(copy, current);
+            if ((size_t)snprintf(next, sizeof next, "%s/%s", dirname(copy), target) >=
+                sizeof next)
+                return -1;
+        }
+        strcpy(current, next);
+    }
+    return -1;
 }
 
 int probe_export_prepare(export_target *t, const char *path)
@@ -53,6 +66,8 @@ int probe_export_prepare(export_target *t, const char *path)
         t->kind = EXPORT_STDOUT;
         return 0;
     }
+    if (!path[0])
+        return fail(path, "an empty path names no file", 0);
     struct stat st;
     if (stat(path, &st) != 0) {
         if (errno != ENOENT)
@@ -69,6 +84,8 @@ int probe_export_prepare(export_target *t, const char *path)
         t->mode = 0644;
         return 0;
     }
+    if (S_ISDIR(st.st_mode))
+        return fail(path, "cannot write it", EISDIR);
     if (access(path, W_OK) != 0)
         return fail(path, "cannot write it", errno);
     if (!S_ISREG(st.st_mode)) {
@@ -128,9 +145,15 @@ static int replace(const export_target *t, const char *json)
 
 static int in_place(const export_target *t, const char *json)
 {
-    int fd = open(t->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    /* A FIFO waits for its reader, as a shell's redirection would; but once
+     * batchfit has been told to stop, only a reader already there gets the
+     * document, so a signal never leaves batchfit waiting. */
+    int fd = open(t->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (probe_interrupted ? O_NONBLOCK : 0));
     if (fd < 0)
-        return fail(t->path, "cannot write it", errno);
+        return fail(t->path, errno == ENXIO ? "no reader (not written)" : "cannot write it",
+                    errno == ENXIO ? 0 : errno);
+    if (probe_interrupted)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     int err = write_all(fd, json) != 0 ? errno : 0;
     if (close(fd) != 0 && !err)
         err = errno;

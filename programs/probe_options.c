@@ -40,8 +40,11 @@ static int fail_ctx(batchfit_ctx *ctx)
     return probe_bad_value(batchfit_ctx_last_error(ctx));
 }
 
+char probe_refusal[1024];
+
 int probe_bad_value(const char *message)
 {
+    snprintf(probe_refusal, sizeof probe_refusal, "%s", message);
     fprintf(stderr, "batchfit probe: %s\n", message);
     return EXIT_USAGE;
 }
@@ -52,10 +55,9 @@ static int usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("batchfit probe: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(probe_refusal, sizeof probe_refusal, fmt, ap);
     va_end(ap);
-    fputs("\n(see batchfit probe --help)\n", stderr);
+    fprintf(stderr, "batchfit probe: %s\n(see batchfit probe --help)\n", probe_refusal);
     return EXIT_USAGE;
 }
 
@@ -317,9 +319,11 @@ static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const c
         errno = 0;
         double v = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(v) || v <= 0.0 || v > 1e9) {
-            fprintf(stderr, "batchfit probe: %s: invalid value \"%s\": expected a positive number\n",
-                    def->name, value);
-            return EXIT_USAGE;
+            char message[512];
+            snprintf(message, sizeof message,
+                     "%s: invalid value \"%.200s\": expected a positive number, at most 1e9",
+                     def->name, value);
+            return probe_bad_value(message);
         }
         *(double *)(void *)dest = v;
         return 0;
@@ -401,4 +405,16 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
     c->cmd.oom_patterns = c->oom_patterns;
     c->cmd.argv = (const char *const *)c->command;
     return -1;
+}
+
+const char *probe_find_export(int argc, char **argv)
+{
+    const char *found = NULL;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--export-json") == 0 && i + 1 < argc)
+            found = argv[++i];
+        else if (strncmp(argv[i], "--export-json=", 14) == 0)
+            found = argv[i] + 14;
+    }
+    return found;
 }

@@ -128,7 +128,8 @@ void probe_print_summary(const session *s)
                 (unsigned long long)r->first_guess,
                 100.0 * (double)r->first_guess / (double)r->batch_size,
                 (unsigned long long)r->batch_size);
-    if (r->fit.valid && r->fit.bytes_per_sample > 0) {
+    /* Less than a byte a sample is no growth anyone could use. */
+    if (r->fit.valid && r->fit.bytes_per_sample >= 1.0) {
         char fixed[32], per[32];
         batchfit_format_bytes(r->fit.intercept_bytes > 0 ? r->fit.intercept_bytes : 0, fixed,
                               sizeof fixed);

@@ -1243,3 +1243,92 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     CHECK(r.status != 0);
     unlink(pidfile);
 }
+
+/* What a hostile review found, each a regression test: a refused option is
+ * in the JSON (an old file never keeps saying success); an export target
+ * that can never be written is refused before anything runs; a chain of
+ * links is followed to its end; a result that cannot reach stdout is an
+ * error; a signal while batchfit waits on a FIFO ends it as that signal. */
+TEST(cli_review_export_and_signal_edges)
+{
+    char dir[256], path[400], l1[400], l2[400], end[400];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-edges", (long)getpid());
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/st.json", dir);
+    run r;
+    const char *ok[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max", "2",
+                        "--export-json", path, "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, ok, NULL), 0);
+    const char *bad[] = {"probe", "--device", "host", "--export-json", path, "--min", "0", "--",
+                         tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, bad, NULL), 2);
+    char *json = read_file(path);
+    CHECK(json && valid_json(json));
+    CHECK_CONTAINS(json, "\"exit_code\": 2");
+    CHECK_CONTAINS(json, "--min: invalid value");
+    /* A directory, and an empty path: refused first, nothing run. */
+    char marker[400];
+    snprintf(marker, sizeof marker, "%s/ran", dir);
+    const char *targets[] = {dir, ""};
+    for (int i = 0; i < 2; i++) {
+        const char *never[] = {"probe", "--device", "host", "--export-json", targets[i], "--",
+                               tool(), "touch", marker, NULL};
+        CHECK_EQ(cli(&r, never, NULL), 2);
+        CHECK(access(marker, F_OK) != 0);
+    }
+    /* l1 -> l2 -> end.json (missing): end.json is written, both links stay. */
+    snprintf(l1, sizeof l1, "%s/l1", dir);
+    snprintf(l2, sizeof l2, "%s/l2", dir);
+    snprintf(end, sizeof end, "%s/end.json", dir);
+    CHECK_EQ(symlink("l2", l1), 0);
+    CHECK_EQ(symlink("end.json", l2), 0);
+    const char *chain[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max", "2",
+                           "--export-json", l1, "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, chain, NULL), 0);
+    struct stat st;
+    CHECK(lstat(l2, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(stat(end, &st) == 0 && S_ISREG(st.st_mode));
+    /* stdout that cannot take the answer. */
+    const char *full[] = {"sh", "-c", "exec \"$0\" \"$@\" > /dev/full", bin(), "probe",
+                          "--device", "host", "--memory-budget", "64MiB", "--max", "2", "--",
+                          tool(), "exit", "0", NULL};
+    int o, e;
+    CHECK_EQ(start_program(&r, "sh", full, NULL, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 6);
+    CHECK_CONTAINS(r.err, "cannot write the result to stdout");
+    /* A FIFO nobody reads: batchfit waits at the end; SIGTERM ends it
+     * with 143, not as a failed export. */
+    char fifo[400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK_EQ(mkfifo(fifo, 0600), 0);
+    const char *wait[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max", "2",
+                          "--export-json", fifo, "--", tool(), "hang", marker, NULL};
+    CHECK_EQ(start(&r, wait, NULL, &o, &e), 0);
+    /* Stopped during the trial: the FIFO has no reader, and batchfit does
+     * not wait for one once it has been told to stop. */
+    long child = 0;
+    for (int i = 0; i < 500 && !child; i++) {
+        FILE *f = fopen(marker, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &child) != 1)
+                child = 0;
+            fclose(f);
+        }
+        if (!child) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    CHECK(child > 0);
+    kill(r.pid, SIGTERM);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 128 + SIGTERM);
+    unlink(fifo);
+    unlink(marker);
+    unlink(end);
+    unlink(l1);
+    unlink(l2);
+    unlink(path);
+    rmdir(dir);
+}
