@@ -23,6 +23,10 @@
 extern char **environ;
 
 #define LINE_MAX_KEEP 4096
+/* A line longer than LINE_MAX_KEEP is scanned in windows that overlap by
+ * this much, so a signature shorter than the overlap (every built-in one
+ * is under 100 characters) is found wherever the window boundary falls. */
+#define LINE_OVERLAP 512
 #define TAIL_LINES 12
 
 struct batchfit__runner_s {
@@ -35,6 +39,7 @@ struct batchfit__runner_s {
     batchfit__cgroup cg;
     batchfit__pidset seen;
     batchfit__buf mechanisms;
+    unsigned long wakeups; /* iterations of the last trial's watch loop */
     char visible_env[160]; /* CUDA_VISIBLE_DEVICES=<uuid of the probed GPU>, or "" */
 };
 
@@ -150,6 +155,27 @@ void batchfit__runner_free(batchfit__runner *runner)
     batchfit__oom_table_free(runner->own_oom);
     batchfit__buf_free(&runner->mechanisms);
     batchfit__free(&runner->ctx->allocator, runner);
+}
+
+unsigned long batchfit__runner_wakeups(const batchfit__runner *runner)
+{
+    return runner ? runner->wakeups : 0;
+}
+
+void batchfit__timespec_from_seconds(double seconds, struct timespec *ts)
+{
+    ts->tv_sec = 0;
+    ts->tv_nsec = 0;
+    if (!(seconds > 0.0))
+        return;
+    /* A year is far beyond any interval or timeout; it keeps tv_sec in range. */
+    if (seconds > 31536000.0)
+        seconds = 31536000.0;
+    ts->tv_sec = (time_t)seconds;
+    long nsec = (long)((seconds - (double)ts->tv_sec) * 1e9);
+    /* nanosleep rejects tv_nsec outside [0, 1e9) with EINVAL, and a
+     * caller that loops on it would spin. */
+    ts->tv_nsec = nsec < 0 ? 0 : nsec > 999999999L ? 999999999L : nsec;
 }
 
 int batchfit__runner_has_placeholder(const batchfit__runner *runner)
@@ -278,6 +304,7 @@ static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, i
 typedef struct output {
     char line[LINE_MAX_KEEP];
     size_t line_len;
+    int line_continued; /* line holds a later window of a long line */
     char tail[TAIL_LINES][256];
     unsigned tail_next;
     unsigned tail_count;
@@ -286,17 +313,25 @@ typedef struct output {
     uint64_t tried_bytes; /* from "tried to allocate N" in an OOM message */
 } output;
 
-/* "tried to allocate 2.00 GiB" / "you tried to allocate 8589934592 bytes". */
+/* The size an OOM message says was asked for: "tried to allocate 2.00 GiB",
+ * "you tried to allocate 8589934592 bytes", "failed to allocate 512.00 MiB",
+ * "allocation of 24 bytes failed". */
 static uint64_t tried_to_allocate(const char *line)
 {
-    const char *p = strstr(line, "ried to allocate ");
+    static const char *const phrases[] = {"ried to allocate ", "ailed to allocate ",
+                                          "allocation of "};
+    const char *p = NULL;
+    for (size_t i = 0; !p && i < sizeof phrases / sizeof phrases[0]; i++)
+        if ((p = strstr(line, phrases[i])) != NULL)
+            p += strlen(phrases[i]);
     if (!p)
         return 0;
-    p += 17;
     char text[64];
     size_t n = 0;
     while (n < sizeof text - 1 && p[n] && (p[n] == '.' || (p[n] >= '0' && p[n] <= '9')))
         n++;
+    if (n == 0)
+        return 0;
     memcpy(text, p, n);
     const char *unit = p + n;
     while (*unit == ' ')
@@ -314,7 +349,8 @@ static uint64_t tried_to_allocate(const char *line)
     return batchfit__parse_size(text, NULL, &bytes, NULL, 0) == BATCHFIT_OK ? bytes : 0;
 }
 
-static void output_line(const batchfit__runner *r, output *o)
+/* Scans the window of the current line for a signature. */
+static void output_scan(const batchfit__runner *r, output *o)
 {
     o->line[o->line_len] = '\0';
     if (!o->oom_source[0]) {
@@ -326,11 +362,36 @@ static void output_line(const batchfit__runner *r, output *o)
     }
     if (!o->tried_bytes && o->oom_source[0])
         o->tried_bytes = tried_to_allocate(o->line);
+}
+
+/* Keeps the start of the current line as the newest tail line. */
+static void tail_push(output *o)
+{
     batchfit__copy(o->tail[o->tail_next], sizeof o->tail[o->tail_next], o->line);
     o->tail_next = (o->tail_next + 1) % TAIL_LINES;
     if (o->tail_count < TAIL_LINES)
         o->tail_count++;
+}
+
+/* A full window of a line that goes on: scanned, its start kept for the
+ * tail, and its last LINE_OVERLAP bytes carried into the next window. */
+static void output_window(const batchfit__runner *r, output *o)
+{
+    output_scan(r, o);
+    if (!o->line_continued)
+        tail_push(o);
+    memmove(o->line, o->line + o->line_len - LINE_OVERLAP, LINE_OVERLAP);
+    o->line_len = LINE_OVERLAP;
+    o->line_continued = 1;
+}
+
+static void output_line(const batchfit__runner *r, output *o)
+{
+    output_scan(r, o);
+    if (!o->line_continued)
+        tail_push(o);
     o->line_len = 0;
+    o->line_continued = 0;
 }
 
 static void output_feed(const batchfit__runner *r, output *o, const char *buf, size_t n)
@@ -345,7 +406,7 @@ static void output_feed(const batchfit__runner *r, output *o, const char *buf, s
             continue;
         }
         if (o->line_len == LINE_MAX_KEEP - 1)
-            output_line(r, o);
+            output_window(r, o);
         o->line[o->line_len++] = buf[i] == '\r' ? ' ' : buf[i];
     }
 }
@@ -518,10 +579,13 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
             if (left < wait_s)
                 wait_s = left > 0.0 ? left : 0.0;
         }
+        r->wakeups++;
         struct pollfd pfd = {out_fd, POLLIN, 0};
-        int ready = open_fd ? poll(&pfd, 1, (int)(wait_s * 1000.0) + 1) : 0;
+        int wait_ms = wait_s < 86400.0 ? (int)(wait_s * 1000.0) + 1 : 86400000;
+        int ready = open_fd ? poll(&pfd, 1, wait_ms) : 0;
         if (!open_fd) {
-            struct timespec ts = {0, (long)(wait_s * 1e9)};
+            struct timespec ts;
+            batchfit__timespec_from_seconds(wait_s, &ts);
             nanosleep(&ts, NULL);
         }
         if (ready > 0 && open_fd)
@@ -709,6 +773,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                               strerror(errno));
     }
     r->seen.count = 0;
+    r->wakeups = 0;
     watch w;
     memset(&w, 0, sizeof w);
     w.start = batchfit__now();

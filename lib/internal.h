@@ -351,6 +351,13 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
 void batchfit__runner_free(batchfit__runner *runner);
 int batchfit__runner_has_placeholder(const batchfit__runner *runner);
 const char *batchfit__runner_mechanisms(const batchfit__runner *runner);
+/* How many times the last trial's watch loop woke up: a bound on it shows
+ * the loop waits rather than spins. */
+unsigned long batchfit__runner_wakeups(const batchfit__runner *runner);
+/* seconds as a timespec nanosleep accepts (tv_nsec below 1e9, never
+ * negative; at most a year). */
+struct timespec;
+void batchfit__timespec_from_seconds(double seconds, struct timespec *ts);
 /* Runs the command once at batch and classifies how it ended into *trial
  * (trial->process filled). BATCHFIT_OK, BATCHFIT_E_ABORTED on an interrupt
  * (the group is killed first), BATCHFIT_E_TRIAL_ERROR when the command

@@ -15,6 +15,9 @@
  *   touch FILE                   create FILE, exit 0
  *   env NAME                     print NAME=value of an environment variable, exit 0
  *   args ...                     print each argument on its own line, exit 0
+ *   quiet MS                     close stdin, stdout and stderr, sleep MS ms, exit 0
+ *   long COUNT TEXT [N]          print COUNT 'x' then TEXT on one line to stderr, exit N
+ *                                (default 1)
  *   gpu-grow PER_SAMPLE_MIB [FIXED_MIB]  allocate FIXED + batch * PER_SAMPLE on CUDA device 0
  *                                through the driver API (BATCHFIT_CUDA_LIBRARY or
  *                                libcuda.so.1), hold it 150 ms, free it; a failed
@@ -202,6 +205,19 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "gpu-grow") == 0 && argc > 2)
         return gpu_grow(atol(argv[2]), argc > 3 ? atol(argv[3]) : 0);
+    if (strcmp(mode, "quiet") == 0 && argc > 2) {
+        close(0);
+        close(1);
+        close(2);
+        sleep_ms(atol(argv[2]));
+        return 0;
+    }
+    if (strcmp(mode, "long") == 0 && argc > 3) {
+        for (long i = atol(argv[2]); i > 0; i--)
+            fputc('x', stderr);
+        fprintf(stderr, "%s\n", argv[3]);
+        return argc > 4 ? atoi(argv[4]) : 1;
+    }
     if (strcmp(mode, "args") == 0) {
         for (int i = 2; i < argc; i++)
             printf("arg: %s\n", argv[i]);
