@@ -37,7 +37,9 @@ struct batchfit__runner_s {
     batchfit__oom_table *own_oom;
     const batchfit__oom_table *oom;
     batchfit__cgroup cg;
-    batchfit__pidset seen;
+    batchfit__proc_tree tree; /* the current trial's processes */
+    long *device_pids;        /* scratch for the device's per-process query */
+    unsigned device_pids_capacity;
     batchfit__buf mechanisms;
     unsigned long wakeups; /* iterations of the last trial's watch loop */
     char visible_env[160]; /* CUDA_VISIBLE_DEVICES=<uuid of the probed GPU>, or "" */
@@ -90,6 +92,7 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
     r->ctx = ctx;
     r->opts = *opts;
+    batchfit__proc_tree_init(&r->tree, &ctx->allocator);
     for (r->argc = 0; opts->argv[r->argc]; r->argc++) {
         char err[BATCHFIT_ERRMSG_MAX];
         if (batchfit__template_check(opts->argv[r->argc], &r->has_placeholder, err, sizeof err)) {
@@ -154,6 +157,8 @@ void batchfit__runner_free(batchfit__runner *runner)
         return;
     batchfit__oom_table_free(runner->own_oom);
     batchfit__buf_free(&runner->mechanisms);
+    batchfit__proc_tree_free(&runner->tree);
+    batchfit__free(&runner->ctx->allocator, runner->device_pids);
     batchfit__free(&runner->ctx->allocator, runner);
 }
 
@@ -479,16 +484,22 @@ static const char *signal_name(int sig)
 static void kill_everything(batchfit__runner *r, pid_t pgid)
 {
     kill(-pgid, SIGKILL);
-    for (unsigned i = 0; i < r->seen.count; i++)
-        if (batchfit__proc_alive(r->seen.pid[i], r->seen.start[i]))
-            kill((pid_t)r->seen.pid[i], SIGKILL);
+    const batchfit__proc_tree *tree = &r->tree;
+    for (unsigned i = 0; i < tree->count; i++)
+        if (batchfit__proc_alive(tree->member[i].pid, tree->member[i].start))
+            kill((pid_t)tree->member[i].pid, SIGKILL);
     batchfit__cgroup_destroy(&r->cg);
     /* Those that were reparented to us are our children now: reap them
      * (waitpid fails at once with ECHILD for any that are not). */
-    for (unsigned i = 0; i < r->seen.count; i++)
-        if (r->seen.pid[i] != pgid)
-            while (waitpid((pid_t)r->seen.pid[i], NULL, 0) < 0 && errno == EINTR)
+    for (unsigned i = 0; i < tree->count; i++)
+        if (tree->member[i].pid != pgid)
+            while (waitpid((pid_t)tree->member[i].pid, NULL, 0) < 0 && errno == EINTR)
                 ;
+    /* Descendants no sample saw (born and orphaned between two samples, or
+     * past a walk that could not grow) are orphans reparented to us: kill
+     * them, and their children become ours in turn. */
+    for (int round = 0; round < 64 && batchfit__proc_reap_children() > 0; round++)
+        ;
 }
 
 typedef struct watch {
@@ -507,22 +518,30 @@ typedef struct watch {
     struct rusage usage;
     uint64_t sampled_peak;
     uint64_t watchdog_seen; /* the sample that passed the budget */
+    int failed;             /* BATCHFIT_E_NO_MEMORY: the watch could not grow */
 } watch;
 
-/* Samples the trial's memory with the same measure its peak is judged by:
- * the cgroup's charge where there is a cgroup (resident shared libraries
- * charged elsewhere do not count), else the process tree's RSS. The tree
- * is walked either way, so every descendant is known for the cleanup. */
 /* The trial's memory on its GPU: what NVML says the processes of its tree
  * use, and the drop in the device's free memory since the trial began. */
-static void sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now)
+static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now)
 {
     batchfit_device *dev = r->opts.device;
-    long pids[BATCHFIT__PIDSET_MAX + 1];
+    const batchfit__proc_tree *tree = &r->tree;
+    if (tree->count + 1 > r->device_pids_capacity) {
+        unsigned capacity = tree->capacity + 1;
+        long *grown = batchfit__realloc(&r->ctx->allocator, r->device_pids,
+                                        capacity * sizeof *grown);
+        if (!grown)
+            return BATCHFIT_E_NO_MEMORY;
+        r->device_pids = grown;
+        r->device_pids_capacity = capacity;
+    }
+    long *pids = r->device_pids;
     unsigned n = 0;
     pids[n++] = (long)pid;
-    for (unsigned i = 0; i < r->seen.count && n < BATCHFIT__PIDSET_MAX + 1; i++)
-        pids[n++] = r->seen.pid[i];
+    for (unsigned i = 0; i < tree->count; i++)
+        if (tree->member[i].pid != (long)pid)
+            pids[n++] = tree->member[i].pid;
     uint64_t used = 0, total = 0, free_bytes = 0;
     if (dev->ops->process_usage && dev->ops->process_usage(dev, pids, n, &used) == BATCHFIT_OK) {
         w->device_known = 1;
@@ -540,6 +559,7 @@ static void sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *no
         if (!w->device_known)
             *now = w->free_start - w->free_min;
     }
+    return 0;
 }
 
 /* Samples the trial's memory with the same measure its peak is judged by:
@@ -547,23 +567,26 @@ static void sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *no
  * a cgroup (resident shared libraries charged elsewhere do not count), else
  * the process tree's RSS. The tree is walked either way, so every
  * descendant is known for the cleanup. */
-static void sample_memory(batchfit__runner *r, pid_t pid, watch *w)
+static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
 {
     uint64_t now = 0, tree = 0, host = 0;
-    int have_tree = batchfit__proc_tree_rss(pid, &r->seen, &tree) == 0;
-    if (!(r->cg.path[0] && batchfit__cgroup_usage(&r->cg, &host) == 0) && have_tree)
+    int rc = batchfit__proc_tree_rss(&r->tree, pid, &tree);
+    if (rc > 0)
+        return rc;
+    if (!(r->cg.path[0] && batchfit__cgroup_usage(&r->cg, &host) == 0) && rc == 0)
         host = tree;
     if (host > w->sampled_peak)
         w->sampled_peak = host;
     now = host;
-    if (r->opts.device)
-        sample_device(r, pid, w, &now);
+    if (r->opts.device && (rc = sample_device(r, pid, w, &now)) != 0)
+        return rc;
     if (!w->done && !w->watchdog_stopped && r->opts.watchdog && r->opts.budget_bytes &&
         now > r->opts.budget_bytes) {
         w->watchdog_stopped = 1;
         w->watchdog_seen = now;
         kill(-pid, SIGKILL);
     }
+    return 0;
 }
 
 /* Runs the poll loop until the main process has ended and its output is read. */
@@ -590,8 +613,8 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
         }
         if (ready > 0 && open_fd)
             open_fd = drain(r, o, out_fd);
-        if (!w->done)
-            sample_memory(r, pid, w);
+        if (!w->done && !w->failed && (w->failed = sample_memory(r, pid, w)) != 0)
+            kill(-pid, SIGKILL); /* a trial that cannot be watched must not run on */
         if (!w->done) {
             pid_t got = wait4(pid, &w->status, WNOHANG, &w->usage);
             if (got == pid) {
@@ -772,7 +795,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
                               strerror(errno));
     }
-    r->seen.count = 0;
+    batchfit__proc_tree_clear(&r->tree);
     r->wakeups = 0;
     watch w;
     memset(&w, 0, sizeof w);
@@ -827,6 +850,10 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     kill_everything(r, pid);
     batchfit__free(&r->ctx->allocator, o);
     launch_free(&r->ctx->allocator, &l);
+    if (w.failed)
+        return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY,
+                              "out of memory watching the trial at batch size %llu",
+                              (unsigned long long)batch);
     if (w.interrupted)
         return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED,
                               "interrupted during the trial at batch size %llu",

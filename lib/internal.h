@@ -268,20 +268,40 @@ int batchfit__template_check(const char *arg, int *has_placeholder, char *err, s
 size_t batchfit__template_expand(const char *arg, uint64_t batch, char *out, size_t out_len);
 
 /* proc.c: the kernel's accounting under /proc. */
-#define BATCHFIT__PIDSET_MAX 4096
-typedef struct batchfit__pidset {
+/* The process tree of a trial: the members found so far (sorted by pid,
+ * with start times against pid reuse; no fixed cap, they grow through the
+ * allocator) and the /proc walk's scratch space, kept between samples. */
+typedef struct batchfit__proc_member {
+    long pid;
+    unsigned long long start;
+} batchfit__proc_member;
+typedef struct batchfit__proc_entry batchfit__proc_entry;
+typedef struct batchfit__proc_tree {
+    const batchfit_allocator *allocator;
+    batchfit__proc_member *member;
     unsigned count;
-    long pid[BATCHFIT__PIDSET_MAX];
-    unsigned long long start[BATCHFIT__PIDSET_MAX]; /* start time, against pid reuse */
-} batchfit__pidset;
+    unsigned capacity;
+    batchfit__proc_entry *scan;
+    size_t scan_capacity;
+} batchfit__proc_tree;
+void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *a);
+/* Forgets the members, keeps the space (between trials). */
+void batchfit__proc_tree_clear(batchfit__proc_tree *t);
+void batchfit__proc_tree_free(batchfit__proc_tree *t);
 int batchfit__meminfo(uint64_t *total, uint64_t *available);
 int batchfit__self_rss(uint64_t *bytes);
 int batchfit__self_hwm(uint64_t *bytes);
 int batchfit__self_hwm_reset(void);
 /* Sums the RSS of root, its descendants, our own reparented orphans and
- * every process already in seen (which grows with what is found). */
-int batchfit__proc_tree_rss(long root, batchfit__pidset *seen, uint64_t *rss_bytes);
+ * every member already found, and adds the new ones. 0; -1 when /proc
+ * cannot be read; BATCHFIT_E_NO_MEMORY when the walk or the members cannot
+ * grow (the sum and the members so far are kept). */
+int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes);
 int batchfit__proc_alive(long pid, unsigned long long start);
+/* SIGKILLs and reaps every child of this process (as a child subreaper,
+ * the orphans of a trial are ours); returns how many. No allocation, so
+ * it cleans up after a watch that could not grow. */
+unsigned batchfit__proc_reap_children(void);
 
 /* cgroup.c: per-trial cgroups for child processes. */
 #define BATCHFIT__CGROUP_PATH_MAX 1024

@@ -4,7 +4,10 @@
 #include "test.h"
 #include "child_helpers.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 
 /* #12: an OOM signature is found wherever a long line's 4095-byte window
@@ -80,4 +83,87 @@ TEST(child_long_sample_interval_does_not_spin)
     CHECK_EQ(t.outcome, BATCHFIT_FITS);
     CHECK(wakeups >= 2);
     CHECK(wakeups <= 10);
+}
+
+/* Starts `childtool sleepers n` outside our process tree (our children
+ * count as a trial's orphans): a double fork with the subreaper flag off,
+ * so the spawner is reparented above us. Returns the pipe whose closing
+ * ends it, or -1; *out_fd is where it says "ready" and, at its end, EOF. */
+static int sleepers_start(long n, int *out_fd)
+{
+    int in[2], out[2];
+    if (pipe(in) != 0)
+        return -1;
+    if (pipe(out) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    /* Only the spawner gets them, as its stdin and stdout. */
+    for (int i = 0; i < 2; i++) {
+        fcntl(in[i], F_SETFD, FD_CLOEXEC);
+        fcntl(out[i], F_SETFD, FD_CLOEXEC);
+    }
+    int was_subreaper = 0;
+    prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0, 0, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    pid_t middle = fork();
+    if (middle == 0) {
+        if (fork() == 0) {
+            char count[32];
+            snprintf(count, sizeof count, "%ld", n);
+            dup2(in[0], 0);
+            dup2(out[1], 1);
+            execl(tool(), tool(), "sleepers", count, (char *)NULL);
+            _exit(127);
+        }
+        _exit(0);
+    }
+    if (middle > 0)
+        waitpid(middle, NULL, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, was_subreaper, 0, 0, 0);
+    close(in[0]);
+    close(out[1]);
+    *out_fd = out[0];
+    return in[1];
+}
+
+/* #11: with more than 4096 other processes on the host (the old walk's
+ * cap), the watchdog without a cgroup still sees the trial and its
+ * daemonised grandchildren are still killed. */
+TEST(child_process_walk_has_no_fixed_cap)
+{
+    int out_fd = -1;
+    int stop_fd = sleepers_start(4150, &out_fd);
+    CHECK(stop_fd >= 0);
+    char ready[64] = "";
+    ssize_t got = read(out_fd, ready, sizeof ready - 1);
+    ready[got > 0 ? got : 0] = '\0';
+    char pidfile[256];
+    tmp_path(pidfile, sizeof pidfile, "crowded");
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.budget_bytes = UINT64_C(50) << 20;
+    const char *grow[] = {tool(), "alloc", "400", NULL};
+    batchfit_trial stopped, daemons;
+    int rc_stopped = trial(&o, grow, 1, &stopped);
+    const char *fork4[] = {tool(), "grandchildren", "4", pidfile, NULL};
+    o.budget_bytes = 0;
+    int rc_daemons = trial(&o, fork4, 1, &daemons);
+    int count = 0, live = live_pids(pidfile, &count);
+    unlink(pidfile);
+    /* Closing the pipe ends the sleepers; EOF says they are gone. */
+    close(stop_fd);
+    char drain[64];
+    while (read(out_fd, drain, sizeof drain) > 0)
+        ;
+    close(out_fd);
+    CHECK_CONTAINS(ready, "ready 4150");
+    CHECK_EQ(rc_stopped, BATCHFIT_OK);
+    CHECK_EQ(stopped.outcome, BATCHFIT_OOM);
+    CHECK(stopped.process.watchdog_stopped);
+    CHECK_EQ(rc_daemons, BATCHFIT_OK);
+    CHECK_EQ(count, 4);
+    CHECK_EQ(live, 0);
 }

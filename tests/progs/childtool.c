@@ -15,6 +15,8 @@
  *   touch FILE                   create FILE, exit 0
  *   env NAME                     print NAME=value of an environment variable, exit 0
  *   args ...                     print each argument on its own line, exit 0
+ *   sleepers N                   fork N children that wait, print "ready", read stdin
+ *                                to its end, then kill and reap them and exit 0
  *   quiet MS                     close stdin, stdout and stderr, sleep MS ms, exit 0
  *   long COUNT TEXT [N]          print COUNT 'x' then TEXT on one line to stderr, exit N
  *                                (default 1)
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -205,6 +208,32 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "gpu-grow") == 0 && argc > 2)
         return gpu_grow(atol(argv[2]), argc > 3 ? atol(argv[3]) : 0);
+    if (strcmp(mode, "sleepers") == 0 && argc > 2) {
+        long n = atol(argv[2]);
+        pid_t *pids = calloc((size_t)n, sizeof *pids);
+        long made = 0;
+        while (pids && made < n) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                for (;;)
+                    pause();
+            }
+            if (pid < 0)
+                break;
+            pids[made++] = pid;
+        }
+        printf("%s %ld\n", made == n ? "ready" : "short", made);
+        fflush(stdout);
+        char buf[64];
+        while (read(0, buf, sizeof buf) > 0)
+            ;
+        for (long i = 0; i < made; i++)
+            kill(pids[i], SIGKILL);
+        for (long i = 0; i < made; i++)
+            waitpid(pids[i], NULL, 0);
+        free(pids);
+        return made == n ? 0 : 1;
+    }
     if (strcmp(mode, "quiet") == 0 && argc > 2) {
         close(0);
         close(1);
