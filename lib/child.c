@@ -111,7 +111,9 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
     }
     const char *peak = "rusage+sampling (no cgroup: ";
     if (opts->cgroups == BATCHFIT_CGROUPS_AUTO && batchfit__cgroup_detect(&r->cg) == 0)
-        peak = r->cg.version == 2 ? "cgroup-v2 memory.peak" : "cgroup-v1 memory.max_usage_in_bytes";
+        peak = r->cg.version == 2
+                   ? "cgroup-v2 memory.stat anon+shmem, sampled (page cache not counted)"
+                   : "cgroup-v1 memory.stat rss+shmem, sampled (page cache not counted)";
     else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
         snprintf(r->cg.why_not, sizeof r->cg.why_not, "cgroups turned off");
     batchfit__buf *m = &r->mechanisms;
@@ -132,7 +134,9 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         batchfit__buf_printf(m, "; hard cap: %s",
                              r->cg.version == 2   ? "cgroup-v2 memory.max"
                              : r->cg.version == 1 ? "cgroup-v1 memory.limit_in_bytes"
-                                                  : "RLIMIT_AS");
+                                                  : "resident memory, stopped by sampling");
+    if (opts->enforce_address_space)
+        batchfit__buf_printf(m, "; virtual-memory cap: RLIMIT_AS");
     if (!batchfit__buf_text(m)) {
         batchfit__runner_free(r);
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
@@ -278,7 +282,7 @@ static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, i
      * is a trial that did not run as asked, never a fit. */
     if (l->procs_file[0] && batchfit__cgroup_join_self(&r->cg, l->procs_file) != 0)
         child_fail(err_pipe, STAGE_CGROUP);
-    if (r->opts.enforce && !l->procs_file[0] && r->opts.enforce_bytes) {
+    if (r->opts.enforce_address_space && r->opts.enforce_bytes) {
         struct rlimit lim = {(rlim_t)r->opts.enforce_bytes, (rlim_t)r->opts.enforce_bytes};
         setrlimit(RLIMIT_AS, &lim);
     }
@@ -517,7 +521,9 @@ typedef struct watch {
     int status;
     struct rusage usage;
     uint64_t sampled_peak;
-    uint64_t watchdog_seen; /* the sample that passed the budget */
+    uint64_t watchdog_seen;  /* the sample that passed its threshold */
+    uint64_t watchdog_limit; /* that threshold: the budget, or the --enforce cap */
+    int watchdog_is_cap;     /* the cap, enforced by sampling where no cgroup is */
     int failed;             /* BATCHFIT_E_NO_MEMORY: the watch could not grow */
 } watch;
 
@@ -573,19 +579,29 @@ static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
     int rc = batchfit__proc_tree_rss(&r->tree, pid, &tree);
     if (rc > 0)
         return rc;
-    if (!(r->cg.path[0] && batchfit__cgroup_usage(&r->cg, &host) == 0) && rc == 0)
+    if (!(r->cg.path[0] && batchfit__cgroup_resident(&r->cg, &host) == 0) && rc == 0)
         host = tree;
     if (host > w->sampled_peak)
         w->sampled_peak = host;
     now = host;
     if (r->opts.device && (rc = sample_device(r, pid, w, &now)) != 0)
         return rc;
-    if (!w->done && !w->watchdog_stopped && r->opts.watchdog && r->opts.budget_bytes &&
-        now > r->opts.budget_bytes) {
-        w->watchdog_stopped = 1;
+    if (w->done || w->watchdog_stopped)
+        return 0;
+    /* --enforce without a cgroup caps what is measured, the resident memory,
+     * by stopping the group past it (RLIMIT_AS only when asked for by name). */
+    if (r->opts.enforce && r->opts.enforce_bytes && !r->cg.path[0] && host > r->opts.enforce_bytes) {
+        w->watchdog_is_cap = 1;
+        w->watchdog_limit = r->opts.enforce_bytes;
+        w->watchdog_seen = host;
+    } else if (r->opts.watchdog && r->opts.budget_bytes && now > r->opts.budget_bytes) {
+        w->watchdog_limit = r->opts.budget_bytes;
         w->watchdog_seen = now;
-        kill(-pid, SIGKILL);
+    } else {
+        return 0;
     }
+    w->watchdog_stopped = 1;
+    kill(-pid, SIGKILL);
     return 0;
 }
 
@@ -643,6 +659,92 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
     }
 }
 
+/* The trial's host memory peak, by the measure the watchdog judged.
+ * With a cgroup: the largest sample of its anonymous + shared memory. It is
+ * a sample, not a kernel high-water mark (a spike shorter than the interval
+ * can be missed), but neither kernel figure is sound here: memory.peak and
+ * max_usage_in_bytes count page cache, and subtracting the file pages left
+ * at the end can be wrong both ways (a deleted temporary file leaves none,
+ * a file read after the anonymous peak leaves more than at the peak). A
+ * trial that ended before its first sample falls back to the smaller of
+ * the cgroup's high-water mark and the main process's own (ru_maxrss):
+ * both bound its anonymous memory from above. Without a cgroup: the largest
+ * sample of the tree's RSS or ru_maxrss, whichever is larger. */
+static uint64_t host_peak(const batchfit__runner *r, const watch *w, batchfit_trial_process *d)
+{
+    uint64_t cg_peak = 0;
+    if (!r->cg.path[0]) {
+        d->peak_source = "rusage+sampling";
+        return w->sampled_peak > d->rusage_peak_bytes ? w->sampled_peak : d->rusage_peak_bytes;
+    }
+    d->peak_source = r->cg.version == 2 ? "cgroup-v2 memory.stat anon+shmem, sampled"
+                                        : "cgroup-v1 memory.stat rss+shmem, sampled";
+    if (w->sampled_peak || batchfit__cgroup_peak(&r->cg, &cg_peak) != 0)
+        return w->sampled_peak;
+    d->peak_source = "rusage (ended before the first sample)";
+    return cg_peak < d->rusage_peak_bytes ? cg_peak : d->rusage_peak_bytes;
+}
+
+/* What the command's own end says, for a message. */
+static void describe_end(const batchfit_trial_process *d, char *out, size_t len)
+{
+    if (d->signal)
+        snprintf(out, len, "killed by signal %d (%s, status %d)", d->signal,
+                 signal_name(d->signal), 128 + d->signal);
+    else
+        snprintf(out, len, "exited with status %d", d->exit_code);
+}
+
+/* The kernel killed a process of the trial for memory: the command itself
+ * (SIGKILL) or one under a wrapper (a shell then exits 137 or whatever it
+ * likes). Either way the trial did not fit. */
+static void classify_oom_kill(const batchfit__runner *r, const watch *w, uint64_t kills,
+                              batchfit_trial *trial)
+{
+    const batchfit_trial_process *d = &trial->process;
+    uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
+    char limit[32], end[96];
+    trial->outcome = BATCHFIT_OOM;
+    /* Under a cap the kernel kills only when the charge cannot stay under it
+     * after reclaim: the trial needed more than the cap. */
+    trial->peak_bytes = w->sampled_peak > cap ? w->sampled_peak : cap;
+    trial->peak_known = trial->peak_bytes > 0;
+    batchfit_format_bytes((double)cap, limit, sizeof limit);
+    describe_end(d, end, sizeof end);
+    if (d->signal == SIGKILL && cap)
+        snprintf(trial->message, sizeof trial->message,
+                 "killed by SIGKILL (status 137): the kernel killed it at the cgroup's memory "
+                 "limit of %s", limit);
+    else if (cap)
+        snprintf(trial->message, sizeof trial->message,
+                 "the kernel killed %llu of its processes at the cgroup's memory limit of %s; "
+                 "the command then %s", (unsigned long long)kills, limit, end);
+    else
+        snprintf(trial->message, sizeof trial->message,
+                 "the kernel's out-of-memory killer killed %llu of its processes; the command "
+                 "then %s", (unsigned long long)kills, end);
+}
+
+static void classify_stopped(const batchfit__runner *r, const watch *w, batchfit_trial *trial)
+{
+    char peak[32], limit[32];
+    trial->outcome = BATCHFIT_OOM;
+    trial->peak_bytes = w->watchdog_seen;
+    trial->peak_known = 1;
+    trial->process.watchdog_overshoot_bytes = w->watchdog_seen - w->watchdog_limit;
+    batchfit_format_bytes((double)w->watchdog_seen, peak, sizeof peak);
+    batchfit_format_bytes((double)w->watchdog_limit, limit, sizeof limit);
+    if (w->watchdog_is_cap)
+        snprintf(trial->message, sizeof trial->message,
+                 "stopped at the --enforce cap: its resident memory reached %s, past the cap of "
+                 "%s (no cgroup: the cap is enforced by sampling every %.0f ms)",
+                 peak, limit, r->opts.sample_interval * 1000.0);
+    else
+        snprintf(trial->message, sizeof trial->message,
+                 "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
+                 limit);
+}
+
 static void classify(batchfit__runner *r, const watch *w, const output *o, batchfit_trial *trial)
 {
     batchfit_trial_process *d = &trial->process;
@@ -657,16 +759,7 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     d->watchdog_stopped = w->watchdog_stopped;
     d->sampled_peak_bytes = w->sampled_peak;
     d->rusage_peak_bytes = (uint64_t)w->usage.ru_maxrss * 1024;
-    uint64_t cg_peak = 0, kills = 0;
-    if (r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0) {
-        peak_bytes = cg_peak;
-        d->peak_source = r->cg.version == 2 ? "cgroup-v2 memory.peak"
-                                            : "cgroup-v1 memory.max_usage_in_bytes";
-    } else {
-        peak_bytes = w->sampled_peak > d->rusage_peak_bytes ? w->sampled_peak
-                                                               : d->rusage_peak_bytes;
-        d->peak_source = "rusage+sampling";
-    }
+    peak_bytes = host_peak(r, w, d);
     d->host_peak_bytes = peak_bytes;
     d->device_peak_known = w->device_known;
     d->device_peak_bytes = w->device_peak;
@@ -680,6 +773,9 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     } else {
         peak_known = peak_bytes > 0;
     }
+    /* The cgroup's OOM-kill count is read for every trial: a process killed
+     * under a wrapper leaves the wrapper's own exit status, not SIGKILL. */
+    uint64_t kills = 0;
     if (r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0 && kills > 0)
         d->oom_killed = 1;
     batchfit__copy(d->oom_signature, sizeof d->oom_signature, o->oom_source);
@@ -696,14 +792,7 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
         return;
     }
     if (w->watchdog_stopped) {
-        batchfit_format_bytes((double)r->opts.budget_bytes, limit, sizeof limit);
-        trial->outcome = BATCHFIT_OOM;
-        trial->peak_bytes = w->watchdog_seen;
-        trial->peak_known = 1;
-        batchfit_format_bytes((double)w->watchdog_seen, peak, sizeof peak);
-        snprintf(trial->message, sizeof trial->message,
-                 "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
-                 limit);
+        classify_stopped(r, w, trial);
         return;
     }
     if (o->oom_source[0]) {
@@ -716,17 +805,22 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
                  o->oom_source, room > 0 ? room : 0, o->oom_line);
         return;
     }
+    if (d->oom_killed) {
+        classify_oom_kill(r, w, kills, trial);
+        return;
+    }
     if (d->signal == SIGKILL) {
         trial->outcome = BATCHFIT_OOM;
-        trial->peak_known = 0;
+        /* It needed at least what it was seen to hold. */
+        trial->peak_bytes = w->sampled_peak;
+        trial->peak_known = w->sampled_peak > 0;
         snprintf(trial->message, sizeof trial->message,
-                 "killed by SIGKILL (status 137)%s",
-                 d->oom_killed ? ": the kernel killed it at the cgroup's memory limit"
-                               : ": the out-of-memory killer or a memory limit");
+                 "killed by SIGKILL (status 137): the out-of-memory killer or a memory limit");
         return;
     }
     if (d->signal) {
-        int near_cap = r->opts.enforce && r->opts.enforce_bytes &&
+        int capped = r->opts.enforce || r->opts.enforce_address_space;
+        int near_cap = capped && r->opts.enforce_bytes &&
                        (double)peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
         trial->outcome = near_cap && r->opts.crash_is_oom ? BATCHFIT_OOM : BATCHFIT_ERROR;
         if (near_cap) {
@@ -741,8 +835,6 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
             snprintf(trial->message, sizeof trial->message, "killed by signal %d (%s, status %d)",
                      d->signal, signal_name(d->signal), 128 + d->signal);
         }
-        if (trial->outcome == BATCHFIT_OOM)
-            trial->peak_known = 0;
         return;
     }
     if (d->exit_code == 0) {

@@ -315,7 +315,11 @@ int batchfit__cgroup_detect(batchfit__cgroup *cg);
 int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes);
 int batchfit__cgroup_join_self(const batchfit__cgroup *cg, const char *procs_file);
 int batchfit__cgroup_file(const batchfit__cgroup *cg, const char *name, char *out, size_t len);
-int batchfit__cgroup_usage(const batchfit__cgroup *cg, uint64_t *bytes);
+/* The trial's anonymous + shared memory from memory.stat (page cache is
+ * reclaimable: not counted); what the watchdog judges and the peak is
+ * sampled from. */
+int batchfit__cgroup_resident(const batchfit__cgroup *cg, uint64_t *bytes);
+/* The kernel's high-water mark of the whole charge, page cache included. */
 int batchfit__cgroup_peak(const batchfit__cgroup *cg, uint64_t *bytes);
 int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count);
 void batchfit__cgroup_destroy(batchfit__cgroup *cg);
@@ -355,8 +359,13 @@ typedef struct batchfit__runner_options {
     double kill_grace_seconds;
     uint64_t budget_bytes;       /* the watchdog's threshold; 0 = no watchdog */
     int watchdog;
-    int enforce;                 /* a hard cap of enforce_bytes (cgroup limit, else RLIMIT_AS) */
+    int enforce;                 /* a hard cap of enforce_bytes: the cgroup's limit, else the
+                                    group is stopped when its resident memory passes it */
     uint64_t enforce_bytes;
+    /* RLIMIT_AS at enforce_bytes in the child, with or without enforce: a cap
+     * on virtual memory (reservations, mappings, thread stacks count), far
+     * below what a framework's resident memory can reach. Only on request. */
+    int enforce_address_space;
     int crash_is_oom;
     double sample_interval;      /* seconds */
     const char *vram_limit_gb;   /* passed on as VRAM_LIMIT_GB when not NULL */

@@ -243,16 +243,27 @@ TEST(child_enforce_caps_memory)
     o.enforce = 1;
     o.enforce_bytes = UINT64_C(64) << 20;
     batchfit_trial t;
-    
 
-    /* A program that checks its allocations reports the failure. */
+    /* Without a cgroup the cap is on resident memory: the group is stopped
+     * past it, with or without the watchdog. */
     o.cgroups = BATCHFIT_CGROUPS_OFF;
     const char *checked[] = {tool(), "alloc", "400", NULL};
     CHECK_EQ(trial(&o, checked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK(t.process.watchdog_stopped);
+    CHECK_CONTAINS(t.message, "stopped at the --enforce cap");
+    CHECK(t.peak_known && t.peak_bytes > o.enforce_bytes);
+    CHECK_EQ(t.process.watchdog_overshoot_bytes, t.peak_bytes - o.enforce_bytes);
+
+    /* Under the virtual-memory cap, asked for by name, a program that checks
+     * its allocations reports the failure... */
+    o.enforce = 0;
+    o.enforce_address_space = 1;
+    CHECK_EQ(trial(&o, checked, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.message, "out of memory");
 
-    /* One that does not crashes near the cap: an error that says so... */
+    /* ...one that does not crashes near the cap: an error that says so... */
     const char *unchecked[] = {tool(), "unchecked", "400", NULL};
     CHECK_EQ(trial(&o, unchecked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
@@ -268,6 +279,8 @@ TEST(child_enforce_caps_memory)
     /* Under a cgroup limit the kernel kills it. */
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit__runner *r = NULL;
+    o.enforce = 1;
+    o.enforce_address_space = 0;
     o.cgroups = BATCHFIT_CGROUPS_AUTO;
     o.argv = checked;
     CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);

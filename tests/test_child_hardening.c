@@ -167,3 +167,95 @@ TEST(child_process_walk_has_no_fixed_cap)
     CHECK_EQ(count, 4);
     CHECK_EQ(live, 0);
 }
+
+/* Whether trials get a cgroup here, and with --enforce a cgroup cap. */
+static int have_cgroup_cap(void)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {tool(), "exit", "0", NULL};
+    o.argv = argv;
+    o.enforce = 1;
+    batchfit__runner *r = NULL;
+    int yes = batchfit__runner_create(ctx, &o, &r) == BATCHFIT_OK &&
+              strstr(batchfit__runner_mechanisms(r), "hard cap: cgroup") != NULL;
+    batchfit__runner_free(r);
+    batchfit_ctx_free(ctx);
+    return yes;
+}
+
+/* #4: a trial that streams a file three times the budget through the page
+ * cache, holding a few MiB itself, fits: page cache is not trial memory,
+ * for the watchdog, the peak and the cgroup cap alike. */
+TEST(child_page_cache_is_not_trial_memory)
+{
+    char file[1024];
+    snprintf(file, sizeof file, "%s/tests/stream-%ld.tmp", test_build_dir(), (long)getpid());
+    for (int enforce = 0; enforce < 2; enforce++) {
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
+        o.budget_bytes = UINT64_C(64) << 20;
+        o.enforce = enforce;
+        o.enforce_bytes = o.budget_bytes;
+        const char *argv[] = {tool(), "stream", file, "192", NULL};
+        batchfit_trial t;
+        CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+        CHECK_STR(t.message, "");
+        CHECK_EQ(t.outcome, BATCHFIT_FITS);
+        CHECK(!t.process.watchdog_stopped);
+        CHECK(t.peak_known);
+        CHECK(t.peak_bytes < (UINT64_C(32) << 20));
+        if (have_cgroup_cap())
+            CHECK_CONTAINS(t.process.peak_source, "memory.stat");
+    }
+    unlink(file);
+}
+
+/* #5: a wrapper whose trainer the kernel kills at the cgroup's limit exits
+ * 137 itself, without dying by a signal: still out of memory, and the need
+ * is known to exceed the cap. */
+TEST(child_oom_kill_under_a_wrapper_is_out_of_memory)
+{
+    if (!have_cgroup_cap())
+        return;
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.watchdog = 0;
+    o.enforce = 1;
+    o.enforce_bytes = UINT64_C(64) << 20;
+    const char *argv[] = {"/bin/sh", "-c", "\"$0\" alloc 400; exit $?", tool(), NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.process.exited, 1);
+    CHECK_EQ(t.process.exit_code, 137);
+    CHECK(t.process.oom_killed);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_CONTAINS(t.message, "at the cgroup's memory limit of 64.00 MiB");
+    CHECK_CONTAINS(t.message, "exited with status 137");
+    CHECK(t.peak_known);
+    CHECK(t.peak_bytes >= o.enforce_bytes);
+}
+
+/* #18: --enforce without a cgroup caps resident memory, not address space:
+ * a trial that reserves 1 GiB and touches 16 MiB fits under a 64 MiB cap,
+ * and fails only under the virtual-memory cap asked for by name. */
+TEST(child_enforce_without_cgroup_caps_resident_memory)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.watchdog = 0;
+    o.enforce = 1;
+    o.enforce_bytes = UINT64_C(64) << 20;
+    const char *argv[] = {tool(), "reserve", "1024", "16", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_STR(t.message, "");
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.peak_bytes >= (UINT64_C(16) << 20) && t.peak_bytes < o.enforce_bytes);
+    o.enforce_address_space = 1;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_CONTAINS(t.process.tail, "out of memory reserving");
+}

@@ -17,6 +17,10 @@
  *   args ...                     print each argument on its own line, exit 0
  *   sleepers N                   fork N children that wait, print "ready", read stdin
  *                                to its end, then kill and reap them and exit 0
+ *   reserve MIB TOUCH_MIB        map MIB MiB of address space, touch TOUCH_MIB MiB of it,
+ *                                hold it 100 ms, exit 0 ("out of memory" if the map fails)
+ *   stream FILE MIB              write MIB MiB to FILE, sync it, drop it from the page cache,
+ *                                read it back and remove it, exit 0 (page cache, tiny RSS)
  *   quiet MS                     close stdin, stdout and stderr, sleep MS ms, exit 0
  *   long COUNT TEXT [N]          print COUNT 'x' then TEXT on one line to stderr, exit N
  *                                (default 1)
@@ -30,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -233,6 +239,42 @@ int main(int argc, char **argv)
             waitpid(pids[i], NULL, 0);
         free(pids);
         return made == n ? 0 : 1;
+    }
+    if (strcmp(mode, "reserve") == 0 && argc > 3) {
+        size_t bytes = (size_t)atol(argv[2]) << 20, touch = (size_t)atol(argv[3]) << 20;
+        char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (p == MAP_FAILED) {
+            fprintf(stderr, "childtool: out of memory reserving %zu bytes\n", bytes);
+            return 1;
+        }
+        volatile char *v = p;
+        for (size_t i = 0; i < touch && i < bytes; i += 4096)
+            v[i] = 1;
+        sleep_ms(100);
+        munmap(p, bytes);
+        return 0;
+    }
+    if (strcmp(mode, "stream") == 0 && argc > 3) {
+        static char block[1 << 16];
+        long blocks = atol(argv[3]) * 16;
+        int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0)
+            return 3;
+        memset(block, 'x', sizeof block);
+        for (long i = 0; i < blocks; i++)
+            if (write(fd, block, sizeof block) != (ssize_t)sizeof block)
+                return 3;
+        /* Clean pages can be dropped: reading them back charges the cold
+         * cache to this process again, as a first import does. */
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        lseek(fd, 0, SEEK_SET);
+        while (read(fd, block, sizeof block) > 0)
+            ;
+        close(fd);
+        unlink(argv[2]);
+        return 0;
     }
     if (strcmp(mode, "quiet") == 0 && argc > 2) {
         close(0);
