@@ -277,6 +277,44 @@ int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count)
     return 0;
 }
 
+/* The owner pid in a trial cgroup's name: "batchfit-<pid>-<n>" (a trial)
+ * or "batchfit-probe-<pid>" (detection); 0 for any other name. */
+static long owner_pid(const char *name)
+{
+    const char *p = strncmp(name, "batchfit-probe-", 15) == 0 ? name + 15
+                    : strncmp(name, "batchfit-", 9) == 0     ? name + 9
+                                                            : NULL;
+    if (!p || *p < '1' || *p > '9')
+        return 0;
+    char *end;
+    long pid = strtol(p, &end, 10);
+    return *end == '\0' || *end == '-' ? pid : 0;
+}
+
+unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
+{
+    DIR *d = cg->version ? opendir(cg->parent) : NULL;
+    if (!d)
+        return 0;
+    unsigned removed = 0;
+    long self = (long)getpid();
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long owner = owner_pid(e->d_name);
+        /* A live owner, or a pid reused since, keeps its cgroup: only a
+         * certainly dead one (ESRCH) is swept. */
+        if (!owner || owner == self || kill((pid_t)owner, 0) == 0 || errno != ESRCH)
+            continue;
+        batchfit__cgroup stale = *cg;
+        if (path_join(stale.path, sizeof stale.path, cg->parent, "/", e->d_name) != 0)
+            continue;
+        batchfit__cgroup_destroy(&stale);
+        removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
 /* Kills every process left in the cgroup, then removes it. */
 void batchfit__cgroup_destroy(batchfit__cgroup *cg)
 {

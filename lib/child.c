@@ -110,11 +110,14 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         r->oom = r->own_oom;
     }
     const char *peak = "rusage+sampling (no cgroup: ";
-    if (opts->cgroups == BATCHFIT_CGROUPS_AUTO && batchfit__cgroup_detect(&r->cg) == 0)
+    if (opts->cgroups == BATCHFIT_CGROUPS_AUTO && batchfit__cgroup_detect(&r->cg) == 0) {
+        /* A batchfit killed outright left its trial cgroups (and what ran
+         * in them) behind: the next run removes them. */
+        batchfit__cgroup_sweep(&r->cg);
         peak = r->cg.version == 2
                    ? "cgroup-v2 memory.stat anon+shmem, sampled (page cache not counted)"
                    : "cgroup-v1 memory.stat rss+shmem, sampled (page cache not counted)";
-    else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
+    } else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
         snprintf(r->cg.why_not, sizeof r->cg.why_not, "cgroups turned off");
     batchfit__buf *m = &r->mechanisms;
     batchfit__buf_init(m, &ctx->allocator);
@@ -275,13 +278,20 @@ static void child_fail(int err_pipe, int stage)
 }
 
 /* In the child, between fork and exec: async-signal-safe calls only. */
-static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, int err_pipe)
+static void child_exec(const batchfit__runner *r, const launch *l, pid_t parent, int out_fd,
+                       int err_fd, int report_pipe)
 {
     setpgid(0, 0);
+    /* If batchfit dies (SIGKILL included), the trial dies with it rather
+     * than run on under init; a parent that died before this call is seen
+     * by the check after it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent)
+        _exit(127);
     /* A trial outside its cgroup would be measured as using nothing: that
      * is a trial that did not run as asked, never a fit. */
     if (l->procs_file[0] && batchfit__cgroup_join_self(&r->cg, l->procs_file) != 0)
-        child_fail(err_pipe, STAGE_CGROUP);
+        child_fail(report_pipe, STAGE_CGROUP);
     if (r->opts.enforce_address_space && r->opts.enforce_bytes) {
         struct rlimit lim = {(rlim_t)r->opts.enforce_bytes, (rlim_t)r->opts.enforce_bytes};
         setrlimit(RLIMIT_AS, &lim);
@@ -301,22 +311,32 @@ static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, i
         close(devnull);
     }
     dup2(out_fd, 1);
-    dup2(out_fd, 2);
-    close(out_fd);
+    dup2(err_fd, 2);
     environ = l->envp;
     execvp(l->argv[0], l->argv);
-    child_fail(err_pipe, STAGE_EXEC);
+    child_fail(report_pipe, STAGE_EXEC);
 }
 
-/* The child's output: scanned line by line for OOM signatures, its last
- * lines kept for the report, optionally copied to our stderr. */
-typedef struct output {
+/* One output stream of the child (stderr or stdout), on its own pipe so
+ * that a buffered stdout flushed at exit cannot push the line that
+ * explains a failure, on stderr, out of the excerpt. */
+typedef struct stream {
     char line[LINE_MAX_KEEP];
     size_t line_len;
     int line_continued; /* line holds a later window of a long line */
     char tail[TAIL_LINES][256];
+    unsigned long tail_stamp[TAIL_LINES]; /* the wakeup that completed each line */
     unsigned tail_next;
     unsigned tail_count;
+} stream;
+
+/* The child's output: scanned line by line for OOM signatures, the last
+ * lines of each stream kept for the report, optionally copied to our
+ * stderr. */
+typedef struct output {
+    stream err; /* first: its lines come first when the order is unknown */
+    stream out;
+    unsigned long stamp; /* the current wakeup of the watch loop */
     char oom_source[96];
     char oom_line[256];
     uint64_t tried_bytes; /* from "tried to allocate N" in an OOM message */
@@ -359,51 +379,54 @@ static uint64_t tried_to_allocate(const char *line)
 }
 
 /* Scans the window of the current line for a signature. */
-static void output_scan(const batchfit__runner *r, output *o)
+/* Scans the window of a stream's current line for a signature. */
+static void output_scan(const batchfit__runner *r, output *o, stream *st)
 {
-    o->line[o->line_len] = '\0';
+    st->line[st->line_len] = '\0';
     if (!o->oom_source[0]) {
-        const char *source = batchfit__oom_match(r->oom, o->line);
+        const char *source = batchfit__oom_match(r->oom, st->line);
         if (source) {
             batchfit__copy(o->oom_source, sizeof o->oom_source, source);
-            batchfit__copy(o->oom_line, sizeof o->oom_line, o->line);
+            batchfit__copy(o->oom_line, sizeof o->oom_line, st->line);
         }
     }
     if (!o->tried_bytes && o->oom_source[0])
-        o->tried_bytes = tried_to_allocate(o->line);
+        o->tried_bytes = tried_to_allocate(st->line);
 }
 
-/* Keeps the start of the current line as the newest tail line. */
-static void tail_push(output *o)
+/* Keeps the start of the current line as the stream's newest tail line. */
+static void tail_push(const output *o, stream *st)
 {
-    batchfit__copy(o->tail[o->tail_next], sizeof o->tail[o->tail_next], o->line);
-    o->tail_next = (o->tail_next + 1) % TAIL_LINES;
-    if (o->tail_count < TAIL_LINES)
-        o->tail_count++;
+    batchfit__copy(st->tail[st->tail_next], sizeof st->tail[st->tail_next], st->line);
+    st->tail_stamp[st->tail_next] = o->stamp;
+    st->tail_next = (st->tail_next + 1) % TAIL_LINES;
+    if (st->tail_count < TAIL_LINES)
+        st->tail_count++;
 }
 
 /* A full window of a line that goes on: scanned, its start kept for the
  * tail, and its last LINE_OVERLAP bytes carried into the next window. */
-static void output_window(const batchfit__runner *r, output *o)
+static void output_window(const batchfit__runner *r, output *o, stream *st)
 {
-    output_scan(r, o);
-    if (!o->line_continued)
-        tail_push(o);
-    memmove(o->line, o->line + o->line_len - LINE_OVERLAP, LINE_OVERLAP);
-    o->line_len = LINE_OVERLAP;
-    o->line_continued = 1;
+    output_scan(r, o, st);
+    if (!st->line_continued)
+        tail_push(o, st);
+    memmove(st->line, st->line + st->line_len - LINE_OVERLAP, LINE_OVERLAP);
+    st->line_len = LINE_OVERLAP;
+    st->line_continued = 1;
 }
 
-static void output_line(const batchfit__runner *r, output *o)
+static void output_line(const batchfit__runner *r, output *o, stream *st)
 {
-    output_scan(r, o);
-    if (!o->line_continued)
-        tail_push(o);
-    o->line_len = 0;
-    o->line_continued = 0;
+    output_scan(r, o, st);
+    if (!st->line_continued)
+        tail_push(o, st);
+    st->line_len = 0;
+    st->line_continued = 0;
 }
 
-static void output_feed(const batchfit__runner *r, output *o, const char *buf, size_t n)
+static void output_feed(const batchfit__runner *r, output *o, stream *st, const char *buf,
+                        size_t n)
 {
     if (r->opts.show_output) {
         ssize_t ignored = write(2, buf, n);
@@ -411,44 +434,73 @@ static void output_feed(const batchfit__runner *r, output *o, const char *buf, s
     }
     for (size_t i = 0; i < n; i++) {
         if (buf[i] == '\n') {
-            output_line(r, o);
+            output_line(r, o, st);
             continue;
         }
-        if (o->line_len == LINE_MAX_KEEP - 1)
-            output_window(r, o);
-        o->line[o->line_len++] = buf[i] == '\r' ? ' ' : buf[i];
+        if (st->line_len == LINE_MAX_KEEP - 1)
+            output_window(r, o, st);
+        st->line[st->line_len++] = buf[i] == '\r' ? ' ' : buf[i];
     }
 }
 
+/* The k-th oldest of a stream's tail lines. */
+static unsigned tail_index(const stream *st, unsigned k)
+{
+    return (st->tail_next + TAIL_LINES - st->tail_count + k) % TAIL_LINES;
+}
+
+/* How many of a stream's newest lines fit in room bytes (each with its
+ * newline); *used gets their size. */
+static unsigned tail_fit(const stream *st, size_t room, size_t *used)
+{
+    unsigned n = 0;
+    *used = 0;
+    while (n < st->tail_count) {
+        size_t cost = strlen(st->tail[tail_index(st, st->tail_count - 1 - n)]) + 1;
+        if (*used + cost > room)
+            break;
+        *used += cost;
+        n++;
+    }
+    return n;
+}
+
+/* The last lines of both streams in the order they were read; lines read
+ * in the same wakeup cannot be ordered, and stderr's come first. Each
+ * stream gets half the room, and what one leaves to the other. */
 static void output_tail(const output *o, char *out, size_t len)
 {
+    size_t used_err, used_out, room = len - 1;
+    tail_fit(&o->err, room / 2, &used_err);
+    unsigned n_out = tail_fit(&o->out, room - used_err, &used_out);
+    unsigned n_err = tail_fit(&o->err, room - used_out, &used_err);
+    unsigned k_err = o->err.tail_count - n_err, k_out = o->out.tail_count - n_out;
     size_t n = 0;
     out[0] = '\0';
-    unsigned first = (o->tail_next + TAIL_LINES - o->tail_count) % TAIL_LINES;
-    for (unsigned k = 0; k < o->tail_count; k++) {
-        const char *line = o->tail[(first + k) % TAIL_LINES];
+    while (k_err < o->err.tail_count || k_out < o->out.tail_count) {
+        unsigned ie = tail_index(&o->err, k_err), io = tail_index(&o->out, k_out);
+        int take_err = k_out == o->out.tail_count ||
+                       (k_err < o->err.tail_count && o->err.tail_stamp[ie] <= o->out.tail_stamp[io]);
+        const char *line = take_err ? o->err.tail[ie] : o->out.tail[io];
+        if (take_err)
+            k_err++;
+        else
+            k_out++;
         int w = snprintf(out + n, len - n, "%s\n", line);
-        if (w < 0 || (size_t)w >= len - n) {
-            /* Keep the most recent lines: drop from the front. */
-            size_t drop = strlen(out) / 2;
-            memmove(out, out + drop, strlen(out + drop) + 1);
-            n = strlen(out);
-            w = snprintf(out + n, len - n, "%s\n", line);
-            if (w < 0)
-                break;
-        }
-        n = strlen(out);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
     }
 }
 
 /* Reads what is available; returns 0 at end of file. */
-static int drain(const batchfit__runner *r, output *o, int fd)
+static int drain(const batchfit__runner *r, output *o, stream *st, int fd)
 {
     char buf[8192];
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n > 0) {
-            output_feed(r, o, buf, (size_t)n);
+            output_feed(r, o, st, buf, (size_t)n);
             continue;
         }
         if (n == 0)
@@ -605,10 +657,12 @@ static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
     return 0;
 }
 
-/* Runs the poll loop until the main process has ended and its output is read. */
-static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, watch *w)
+/* Runs the poll loop until the main process has ended and its output (on
+ * fds[0], stderr, and fds[1], stdout) is read. */
+static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *o, watch *w)
 {
-    int open_fd = 1;
+    int open_fd[2] = {1, 1};
+    stream *streams[2] = {&o->err, &o->out};
     double drain_deadline = 0.0;
     for (;;) {
         double t = batchfit__now();
@@ -618,17 +672,23 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
             if (left < wait_s)
                 wait_s = left > 0.0 ? left : 0.0;
         }
-        r->wakeups++;
-        struct pollfd pfd = {out_fd, POLLIN, 0};
+        o->stamp = ++r->wakeups;
+        struct pollfd pfd[2];
+        nfds_t n = 0;
+        for (int i = 0; i < 2; i++)
+            if (open_fd[i])
+                pfd[n++] = (struct pollfd){fds[i], POLLIN, 0};
         int wait_ms = wait_s < 86400.0 ? (int)(wait_s * 1000.0) + 1 : 86400000;
-        int ready = open_fd ? poll(&pfd, 1, wait_ms) : 0;
-        if (!open_fd) {
+        if (n && poll(pfd, n, wait_ms) > 0) {
+            /* stderr first: what both had ready cannot be ordered. */
+            for (int i = 0; i < 2; i++)
+                if (open_fd[i])
+                    open_fd[i] = drain(r, o, streams[i], fds[i]);
+        } else if (!n) {
             struct timespec ts;
             batchfit__timespec_from_seconds(wait_s, &ts);
             nanosleep(&ts, NULL);
         }
-        if (ready > 0 && open_fd)
-            open_fd = drain(r, o, out_fd);
         if (!w->done && !w->failed && (w->failed = sample_memory(r, pid, w)) != 0)
             kill(-pid, SIGKILL); /* a trial that cannot be watched must not run on */
         if (!w->done) {
@@ -636,7 +696,7 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
             if (got == pid) {
                 w->done = 1;
                 /* The trial is its main process: whatever it left behind
-                 * goes now, so the pipe closes and nothing is orphaned. */
+                 * goes now, so the pipes close and nothing is orphaned. */
                 kill(-pid, SIGKILL);
                 drain_deadline = batchfit__now() + 1.0;
             }
@@ -654,9 +714,13 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
         }
         if (!w->done && w->timed_out && t >= w->term_sent + r->opts.kill_grace_seconds)
             kill(-pid, SIGKILL);
-        if (w->done && (!open_fd || t >= drain_deadline))
+        if (w->done && ((!open_fd[0] && !open_fd[1]) || t >= drain_deadline))
             break;
     }
+    /* A last line without a newline still counts. */
+    for (int i = 0; i < 2; i++)
+        if (streams[i]->line_len)
+            output_line(r, o, streams[i]);
 }
 
 /* The trial's host memory peak, by the measure the watchdog judged.
@@ -845,6 +909,13 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     snprintf(trial->message, sizeof trial->message, "exited with status %d", d->exit_code);
 }
 
+static void close_all(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
 static int pipe_cloexec(int fds[2])
 {
     if (pipe(fds) != 0)
@@ -872,46 +943,44 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
     if (r->cg.version && batchfit__cgroup_create(&r->cg, cap) == 0)
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
-    int out_pipe[2], err_pipe[2];
-    if (pipe_cloexec(out_pipe) != 0) {
-        launch_free(&r->ctx->allocator, &l);
-        batchfit__cgroup_destroy(&r->cg);
-        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
-                              strerror(errno));
+    /* fds: the child's stderr pipe, its stdout pipe (read ends first), and
+     * the pipe on which it reports a failure before exec. */
+    int fds[6] = {-1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < 6; i += 2) {
+        if (pipe_cloexec(fds + i) != 0) {
+            int e = errno;
+            close_all(fds, 6);
+            launch_free(&r->ctx->allocator, &l);
+            batchfit__cgroup_destroy(&r->cg);
+            return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
+                                  strerror(e));
+        }
     }
-    if (pipe_cloexec(err_pipe) != 0) {
-        close(out_pipe[0]);
-        close(out_pipe[1]);
-        launch_free(&r->ctx->allocator, &l);
-        batchfit__cgroup_destroy(&r->cg);
-        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
-                              strerror(errno));
-    }
+    int read_fds[2] = {fds[0], fds[2]};
     batchfit__proc_tree_clear(&r->tree);
     r->wakeups = 0;
     watch w;
     memset(&w, 0, sizeof w);
     w.start = batchfit__now();
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(r, &l, out_pipe[1], err_pipe[1]);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
+        child_exec(r, &l, parent, fds[3], fds[1], fds[5]);
+    close_all((int[]){fds[1], fds[3], fds[5]}, 3);
     if (pid < 0) {
         int e = errno;
-        close(out_pipe[0]);
-        close(err_pipe[0]);
+        close_all((int[]){fds[0], fds[2], fds[4]}, 3);
         launch_free(&r->ctx->allocator, &l);
         batchfit__cgroup_destroy(&r->cg);
         return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot fork: %s", strerror(e));
     }
     setpgid(pid, pid);
     int report[2] = {0, 0};
-    ssize_t got = read(err_pipe[0], report, sizeof report);
-    close(err_pipe[0]);
+    ssize_t got = read(fds[4], report, sizeof report);
+    close(fds[4]);
     if (got == (ssize_t)sizeof report) {
         waitpid(pid, NULL, 0);
-        close(out_pipe[0]);
+        close_all(read_fds, 2);
         batchfit__cgroup_destroy(&r->cg);
         if (report[0] == STAGE_CGROUP)
             rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR,
@@ -925,18 +994,19 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         launch_free(&r->ctx->allocator, &l);
         return rc;
     }
-    fcntl(out_pipe[0], F_SETFL, fcntl(out_pipe[0], F_GETFL) | O_NONBLOCK);
+    for (int i = 0; i < 2; i++)
+        fcntl(read_fds[i], F_SETFL, fcntl(read_fds[i], F_GETFL) | O_NONBLOCK);
     output *o = batchfit__calloc(&r->ctx->allocator, 1, sizeof *o);
     if (!o) {
         kill(-pid, SIGKILL);
         waitpid(pid, NULL, 0);
         kill_everything(r, pid);
-        close(out_pipe[0]);
+        close_all(read_fds, 2);
         launch_free(&r->ctx->allocator, &l);
         return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY, "out of memory watching a trial");
     }
-    supervise(r, pid, out_pipe[0], o, &w);
-    close(out_pipe[0]);
+    supervise(r, pid, read_fds, o, &w);
+    close_all(read_fds, 2);
     trial->seconds = batchfit__now() - w.start;
     classify(r, &w, o, trial);
     kill_everything(r, pid);

@@ -323,6 +323,10 @@ int batchfit__cgroup_resident(const batchfit__cgroup *cg, uint64_t *bytes);
 int batchfit__cgroup_peak(const batchfit__cgroup *cg, uint64_t *bytes);
 int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count);
 void batchfit__cgroup_destroy(batchfit__cgroup *cg);
+/* Removes the trial cgroups under cg->parent whose owner (the pid in their
+ * name) is gone, as a SIGKILLed batchfit leaves them, killing what still
+ * runs in them first. Returns how many. */
+unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg);
 
 /* parse.c: a plain decimal number with optional fraction, no sign. */
 int batchfit__parse_decimal(const char *text, double *out, const char **end);

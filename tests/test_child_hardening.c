@@ -4,9 +4,12 @@
 #include "test.h"
 #include "child_helpers.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -258,4 +261,179 @@ TEST(child_enforce_without_cgroup_caps_resident_memory)
     CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.process.tail, "out of memory reserving");
+}
+
+/* The death signal of a process that is our child: the test sends SIGTERM
+ * first, which a process already dying of SIGKILL drops, so the answer is
+ * SIGKILL only if something else killed it, and the wait never hangs. */
+static int death_signal(pid_t pid)
+{
+    int status = 0;
+    kill(pid, SIGTERM);
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+/* The directory of a trial cgroup owned by pid, under parent; "" if none. */
+static void owned_cgroup(const char *parent, long pid, char *out, size_t len)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "batchfit-%ld-", pid);
+    out[0] = '\0';
+    DIR *d = opendir(parent);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
+            snprintf(out, len, "%s/%.64s", parent, e->d_name) >= (int)len)
+            out[0] = '\0';
+    if (d)
+        closedir(d);
+}
+
+/* #3: when batchfit is SIGKILLed mid-trial, the trial dies with it (a
+ * parent-death signal), and the next run removes the trial cgroup left
+ * behind, killing what still runs in it (here a grandchild in its own
+ * session). */
+TEST(child_dies_with_batchfit_and_the_next_run_sweeps_its_cgroup)
+{
+    int was_subreaper = 0;
+    prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0, 0, 0);
+    /* Orphans of the killed stand-in come to us, so we can wait for them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    int notify[2];
+    CHECK_EQ(pipe(notify), 0);
+    pid_t standin = fork();
+    if (standin == 0) {
+        close(notify[0]);
+        char fd[16];
+        snprintf(fd, sizeof fd, "%d", notify[1]);
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
+        const char *argv[] = {tool(), "orphan-notify", fd, NULL};
+        batchfit_trial t;
+        trial(&o, argv, 1, &t);
+        _exit(0);
+    }
+    close(notify[1]);
+    char line[64] = "";
+    ssize_t got = read(notify[0], line, sizeof line - 1);
+    close(notify[0]);
+    line[got > 0 ? got : 0] = '\0';
+    long trial_pid = 0, grandchild = 0;
+    int parsed = sscanf(line, "%ld %ld", &trial_pid, &grandchild) == 2;
+    batchfit__cgroup *cg = calloc(1, sizeof *cg);
+    char stale[BATCHFIT__CGROUP_PATH_MAX] = "";
+    int have_cgroup = cg && batchfit__cgroup_detect(cg) == 0;
+    kill(standin, SIGKILL);
+    waitpid(standin, NULL, 0);
+    int trial_signal = parsed ? death_signal((pid_t)trial_pid) : -1;
+    if (have_cgroup)
+        owned_cgroup(cg->parent, (long)standin, stale, sizeof stale);
+    /* The next run: creating a runner sweeps. */
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {tool(), "exit", "0", NULL};
+    o.argv = argv;
+    batchfit__runner *r = NULL;
+    int rc = batchfit__runner_create(ctx, &o, &r);
+    batchfit__runner_free(r);
+    batchfit_ctx_free(ctx);
+    struct stat st;
+    int stale_left = stale[0] && stat(stale, &st) == 0;
+    int grandchild_signal = parsed ? death_signal((pid_t)grandchild) : -1;
+    prctl(PR_SET_CHILD_SUBREAPER, was_subreaper, 0, 0, 0);
+    free(cg);
+    CHECK(parsed);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK_EQ(trial_signal, SIGKILL);
+    if (have_cgroup) {
+        CHECK(stale[0] != '\0');
+        CHECK(!stale_left);
+        CHECK_EQ(grandchild_signal, SIGKILL);
+    }
+}
+
+/* #19: the excerpt after a failure has both streams: the cause on stderr
+ * is not pushed out by stdout's buffer flushed at exit, and comes first
+ * when the two were read together. */
+TEST(child_tail_shows_stderr_beside_flushed_stdout)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {tool(), "mixed", "30", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_ERROR);
+    const char *cause = strstr(t.process.tail, "ValueError: the real cause\n");
+    const char *last = strstr(t.process.tail, "progress line 29:");
+    CHECK(cause != NULL);
+    CHECK(last != NULL);
+    CHECK(cause < last);
+    CHECK_CONTAINS(t.process.tail, "Traceback (most recent call last):\n");
+    CHECK(strlen(t.process.tail) < sizeof t.process.tail);
+}
+
+/* #19: a trial killed outright says what it was seen to hold, and one the
+ * watchdog stopped records how far past the budget its last sample was. */
+TEST(child_killed_trial_reports_what_is_known)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {tool(), "alloc", "48", "kill", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_EQ(t.process.signal, SIGKILL);
+    CHECK(t.peak_known);
+    CHECK(t.peak_bytes >= (UINT64_C(48) << 20));
+    CHECK_EQ(t.process.watchdog_overshoot_bytes, 0);
+
+    o.budget_bytes = UINT64_C(32) << 20;
+    const char *grow[] = {tool(), "alloc", "400", NULL};
+    CHECK_EQ(trial(&o, grow, 1, &t), BATCHFIT_OK);
+    CHECK(t.process.watchdog_stopped);
+    CHECK(t.process.watchdog_overshoot_bytes > 0);
+    CHECK_EQ(t.process.watchdog_overshoot_bytes, t.peak_bytes - o.budget_bytes);
+}
+
+/* #19: the overshoot of a trial the watchdog stopped is in the JSON. */
+TEST(child_watchdog_overshoot_is_in_the_json)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *host = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.memory_budget_bytes = UINT64_C(48) << 20;
+    o.peak_spread = 0.0;
+    o.max_trials = 3;
+    batchfit_command_options c;
+    batchfit_command_options_init(&c);
+    /* 8 MiB fixed + 64 MiB per sample: every size past 0 passes the budget. */
+    const char *argv[] = {tool(), "grow", "65536", "8192", "{batch}", NULL};
+    c.argv = argv;
+    batchfit_result *r = NULL;
+    batchfit_probe_command(ctx, &o, host, &c, &r);
+    const char *json = NULL;
+    int stopped = 0;
+    for (size_t i = 0; r && i < r->trial_count; i++)
+        stopped += r->trials[i].process.watchdog_stopped;
+    int rc = r ? batchfit_result_json(ctx, r, &json) : -1;
+    char needle[96] = "";
+    if (stopped && r) {
+        for (size_t i = 0; i < r->trial_count; i++)
+            if (r->trials[i].process.watchdog_stopped)
+                snprintf(needle, sizeof needle, "\"watchdog_overshoot_bytes\": %llu",
+                         (unsigned long long)r->trials[i].process.watchdog_overshoot_bytes);
+    }
+    CHECK(r != NULL);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK(stopped > 0);
+    CHECK_CONTAINS(json, needle);
+    batchfit_result_free(r);
+    batchfit_device_free(host);
+    batchfit_ctx_free(ctx);
 }

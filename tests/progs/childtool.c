@@ -8,7 +8,8 @@
  *   grandchildren N PIDFILE      fork N sleeping grandchildren (half in new sessions),
  *                                write their pids, exit 0
  *   flood MIB                    write MIB MiB of text to stdout, exit 0
- *   alloc MIB                    allocate and touch MIB MiB, hold it 100 ms, exit 0
+ *   alloc MIB [kill]             allocate and touch MIB MiB, hold it 100 ms, exit 0 (or
+ *                                die by SIGKILL)
  *   grow PER_SAMPLE_KIB [FIXED_KIB]  allocate FIXED + batch * PER_SAMPLE (batch from
  *                                BATCHFIT_BATCH_SIZE), print "out of memory" if malloc fails
  *   unchecked MIB                allocate 1 MiB blocks without checking, writing each
@@ -21,6 +22,11 @@
  *                                hold it 100 ms, exit 0 ("out of memory" if the map fails)
  *   stream FILE MIB              write MIB MiB to FILE, sync it, drop it from the page cache,
  *                                read it back and remove it, exit 0 (page cache, tiny RSS)
+ *   orphan-notify FD             fork a grandchild in a new session, write "PID GRANDCHILD"
+ *                                to FD, then sleep until killed (the grandchild too)
+ *   mixed N                      print N progress lines to stdout (flushed at exit, as a
+ *                                pipe's buffer is), then the cause of failure on stderr;
+ *                                exit 1
  *   quiet MS                     close stdin, stdout and stderr, sleep MS ms, exit 0
  *   long COUNT TEXT [N]          print COUNT 'x' then TEXT on one line to stderr, exit N
  *                                (default 1)
@@ -175,6 +181,8 @@ int main(int argc, char **argv)
             return 1;
         }
         sleep_ms(100);
+        if (argc > 3 && strcmp(argv[3], "kill") == 0)
+            raise(SIGKILL);
         free(p);
         return 0;
     }
@@ -275,6 +283,27 @@ int main(int argc, char **argv)
         close(fd);
         unlink(argv[2]);
         return 0;
+    }
+    if (strcmp(mode, "orphan-notify") == 0 && argc > 2) {
+        int fd = atoi(argv[2]);
+        pid_t grandchild = fork();
+        if (grandchild == 0) {
+            close(fd);
+            setsid();
+            for (;;)
+                pause();
+        }
+        dprintf(fd, "%ld %ld\n", (long)getpid(), (long)grandchild);
+        close(fd);
+        for (;;)
+            pause();
+    }
+    if (strcmp(mode, "mixed") == 0 && argc > 2) {
+        for (long i = 0; i < atol(argv[2]); i++)
+            printf("progress line %ld: loss 0.%08ld, with enough words to make a long line of "
+                   "output\n", i, i);
+        fprintf(stderr, "Traceback (most recent call last):\nValueError: the real cause\n");
+        return 1;
     }
     if (strcmp(mode, "quiet") == 0 && argc > 2) {
         close(0);
