@@ -114,9 +114,10 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         /* A batchfit killed outright left its trial cgroups (and what ran
          * in them) behind: the next run removes them. */
         batchfit__cgroup_sweep(&r->cg);
-        peak = r->cg.version == 2
-                   ? "cgroup-v2 memory.stat anon+shmem, sampled (page cache not counted)"
-                   : "cgroup-v1 memory.stat rss+shmem, sampled (page cache not counted)";
+        peak = r->cg.version == 2 ? "cgroup-v2 memory.stat anon+shmem sampling and rusage "
+                                    "(page cache not counted)"
+                                  : "cgroup-v1 memory.stat rss+shmem sampling and rusage "
+                                    "(page cache not counted)";
     } else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
         snprintf(r->cg.why_not, sizeof r->cg.why_not, "cgroups turned off");
     batchfit__buf *m = &r->mechanisms;
@@ -723,30 +724,32 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
             output_line(r, o, streams[i]);
 }
 
-/* The trial's host memory peak, by the measure the watchdog judged.
- * With a cgroup: the largest sample of its anonymous + shared memory. It is
- * a sample, not a kernel high-water mark (a spike shorter than the interval
- * can be missed), but neither kernel figure is sound here: memory.peak and
- * max_usage_in_bytes count page cache, and subtracting the file pages left
- * at the end can be wrong both ways (a deleted temporary file leaves none,
- * a file read after the anonymous peak leaves more than at the peak). A
- * trial that ended before its first sample falls back to the smaller of
- * the cgroup's high-water mark and the main process's own (ru_maxrss):
- * both bound its anonymous memory from above. Without a cgroup: the largest
- * sample of the tree's RSS or ru_maxrss, whichever is larger. */
+/* The trial's host memory peak, never counting page cache it did not map.
+ * With a cgroup, the larger of two figures:
+ * - the largest sample of the cgroup's anonymous + shared memory, what the
+ *   watchdog judges; a sample, so a spike shorter than the interval can be
+ *   missed;
+ * - the smaller of the cgroup's high-water mark (kernel-tracked, but it
+ *   counts page cache) and the main process's ru_maxrss (kernel-tracked
+ *   resident memory, which counts the files it maps but no cache it only
+ *   read or wrote): exact where the samples are coarse, and never more
+ *   than the main process really held.
+ * The kernel mark less the file pages left at the end was not used: it is
+ * wrong both ways (a deleted temporary file leaves none; a file read after
+ * the anonymous peak leaves more than there were at the peak).
+ * Without a cgroup: the larger of the tree's sampled RSS and ru_maxrss. */
 static uint64_t host_peak(const batchfit__runner *r, const watch *w, batchfit_trial_process *d)
 {
-    uint64_t cg_peak = 0;
+    uint64_t cg_peak = 0, exact = d->rusage_peak_bytes;
     if (!r->cg.path[0]) {
         d->peak_source = "rusage+sampling";
-        return w->sampled_peak > d->rusage_peak_bytes ? w->sampled_peak : d->rusage_peak_bytes;
+    } else {
+        d->peak_source = r->cg.version == 2 ? "cgroup-v2 anon+shmem sampling, rusage"
+                                            : "cgroup-v1 rss+shmem sampling, rusage";
+        if (batchfit__cgroup_peak(&r->cg, &cg_peak) == 0 && cg_peak < exact)
+            exact = cg_peak;
     }
-    d->peak_source = r->cg.version == 2 ? "cgroup-v2 memory.stat anon+shmem, sampled"
-                                        : "cgroup-v1 memory.stat rss+shmem, sampled";
-    if (w->sampled_peak || batchfit__cgroup_peak(&r->cg, &cg_peak) != 0)
-        return w->sampled_peak;
-    d->peak_source = "rusage (ended before the first sample)";
-    return cg_peak < d->rusage_peak_bytes ? cg_peak : d->rusage_peak_bytes;
+    return w->sampled_peak > exact ? w->sampled_peak : exact;
 }
 
 /* What the command's own end says, for a message. */

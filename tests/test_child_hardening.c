@@ -210,7 +210,7 @@ TEST(child_page_cache_is_not_trial_memory)
         CHECK(t.peak_known);
         CHECK(t.peak_bytes < (UINT64_C(32) << 20));
         if (have_cgroup_cap())
-            CHECK_CONTAINS(t.process.peak_source, "memory.stat");
+            CHECK_CONTAINS(t.process.peak_source, "shmem sampling");
     }
     unlink(file);
 }
