@@ -114,9 +114,9 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         /* A batchfit killed outright left its trial cgroups (and what ran
          * in them) behind: the next run removes them. */
         batchfit__cgroup_sweep(&r->cg);
-        peak = r->cg.version == 2 ? "cgroup-v2 memory.stat anon+shmem sampling and rusage "
+        peak = r->cg.version == 2 ? "cgroup-v2 memory.stat anon+shmem sampling and high-water RSS "
                                     "(page cache not counted)"
-                                  : "cgroup-v1 memory.stat rss+shmem sampling and rusage "
+                                  : "cgroup-v1 memory.stat rss+shmem sampling and high-water RSS "
                                     "(page cache not counted)";
     } else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
         snprintf(r->cg.why_not, sizeof r->cg.why_not, "cgroups turned off");
@@ -574,6 +574,8 @@ typedef struct watch {
     int status;
     struct rusage usage;
     uint64_t sampled_peak;
+    uint64_t main_hwm;    /* the main process's VmHWM at its last sample */
+    uint64_t rss_at_fork; /* ours, the most its image held before exec */
     uint64_t watchdog_seen;  /* the sample that passed its threshold */
     uint64_t watchdog_limit; /* that threshold: the budget, or the --enforce cap */
     int watchdog_is_cap;     /* the cap, enforced by sampling where no cgroup is */
@@ -628,10 +630,12 @@ static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now
  * descendant is known for the cleanup. */
 static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
 {
-    uint64_t now = 0, tree = 0, host = 0;
+    uint64_t now = 0, tree = 0, host = 0, hwm = 0;
     int rc = batchfit__proc_tree_rss(&r->tree, pid, &tree);
     if (rc > 0)
         return rc;
+    if (batchfit__proc_hwm((long)pid, &hwm) == 0 && hwm > w->main_hwm)
+        w->main_hwm = hwm;
     if (!(r->cg.path[0] && batchfit__cgroup_resident(&r->cg, &host) == 0) && rc == 0)
         host = tree;
     if (host > w->sampled_peak)
@@ -724,31 +728,30 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
             output_line(r, o, streams[i]);
 }
 
-/* The trial's host memory peak, never counting page cache it did not map.
- * With a cgroup, the larger of two figures:
- * - the largest sample of the cgroup's anonymous + shared memory, what the
- *   watchdog judges; a sample, so a spike shorter than the interval can be
- *   missed;
- * - the smaller of the cgroup's high-water mark (kernel-tracked, but it
- *   counts page cache) and the main process's ru_maxrss (kernel-tracked
- *   resident memory, which counts the files it maps but no cache it only
- *   read or wrote): exact where the samples are coarse, and never more
- *   than the main process really held.
+/* The trial's host memory peak, never counting page cache it did not map:
+ * the larger of
+ * - the largest sample of what the watchdog judges: the cgroup's anonymous
+ *   + shared memory, else the tree's RSS; a sample, so a spike shorter
+ *   than the interval can be missed;
+ * - the main process's kernel-tracked high-water RSS: VmHWM at its last
+ *   sample, and ru_maxrss where it exceeds our own RSS at fork (ru_maxrss
+ *   also counts the copy of batchfit forked before exec, which can be no
+ *   larger than that). Both count the files it maps but no cache it only
+ *   read or wrote; with a cgroup they are capped by the cgroup's own
+ *   high-water mark.
  * The kernel mark less the file pages left at the end was not used: it is
  * wrong both ways (a deleted temporary file leaves none; a file read after
- * the anonymous peak leaves more than there were at the peak).
- * Without a cgroup: the larger of the tree's sampled RSS and ru_maxrss. */
+ * the anonymous peak leaves more than there were at the peak). */
 static uint64_t host_peak(const batchfit__runner *r, const watch *w, batchfit_trial_process *d)
 {
-    uint64_t cg_peak = 0, exact = d->rusage_peak_bytes;
-    if (!r->cg.path[0]) {
-        d->peak_source = "rusage+sampling";
-    } else {
-        d->peak_source = r->cg.version == 2 ? "cgroup-v2 anon+shmem sampling, rusage"
-                                            : "cgroup-v1 rss+shmem sampling, rusage";
-        if (batchfit__cgroup_peak(&r->cg, &cg_peak) == 0 && cg_peak < exact)
-            exact = cg_peak;
-    }
+    uint64_t cg_peak = 0, exact = w->main_hwm;
+    if (d->rusage_peak_bytes > w->rss_at_fork && d->rusage_peak_bytes > exact)
+        exact = d->rusage_peak_bytes;
+    d->peak_source = !r->cg.path[0]       ? "rusage+sampling"
+                     : r->cg.version == 2 ? "cgroup-v2 anon+shmem sampling, high-water RSS"
+                                          : "cgroup-v1 rss+shmem sampling, high-water RSS";
+    if (r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0 && cg_peak < exact)
+        exact = cg_peak;
     return w->sampled_peak > exact ? w->sampled_peak : exact;
 }
 
@@ -965,6 +968,8 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     watch w;
     memset(&w, 0, sizeof w);
     w.start = batchfit__now();
+    if (batchfit__self_rss(&w.rss_at_fork) != 0)
+        w.rss_at_fork = UINT64_MAX; /* unknown: ru_maxrss cannot be told from our copy */
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)

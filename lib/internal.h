@@ -292,6 +292,9 @@ int batchfit__meminfo(uint64_t *total, uint64_t *available);
 int batchfit__self_rss(uint64_t *bytes);
 int batchfit__self_hwm(uint64_t *bytes);
 int batchfit__self_hwm_reset(void);
+/* A live process's high-water RSS (VmHWM) since its last exec: unlike
+ * ru_maxrss, it excludes the image forked from its parent before exec. */
+int batchfit__proc_hwm(long pid, uint64_t *bytes);
 /* Sums the RSS of root, its descendants, our own reparented orphans and
  * every member already found, and adds the new ones. 0; -1 when /proc
  * cannot be read; BATCHFIT_E_NO_MEMORY when the walk or the members cannot

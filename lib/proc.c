@@ -67,6 +67,13 @@ int batchfit__self_hwm(uint64_t *bytes)
     return status_kib("self", "VmHWM", bytes);
 }
 
+int batchfit__proc_hwm(long pid, uint64_t *bytes)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%ld", pid);
+    return status_kib(text, "VmHWM", bytes);
+}
+
 int batchfit__self_hwm_reset(void)
 {
     /* "5" resets the peak RSS (VmHWM) to the current RSS (Linux 4.0+). */
@@ -228,7 +235,7 @@ static batchfit__proc_entry *scan_find(const batchfit__proc_tree *t, size_t n, l
 {
     batchfit__proc_entry key;
     key.pid = pid;
-    return bsearch(&key, t->scan, n, sizeof key, entry_cmp);
+    return n ? bsearch(&key, t->scan, n, sizeof key, entry_cmp) : NULL;
 }
 
 /* Whether an undecided process descends from a member: follow its parent
@@ -261,7 +268,8 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     size_t n = scan_proc(t, &rc);
     if (rc)
         return rc;
-    qsort(t->scan, n, sizeof *t->scan, entry_cmp);
+    if (n)
+        qsort(t->scan, n, sizeof *t->scan, entry_cmp);
     unsigned sorted = t->count;
     for (size_t i = 0; i < n; i++) {
         batchfit__proc_entry *x = &t->scan[i];
@@ -279,7 +287,8 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
         if (!rc && !member_has(t, sorted, x->pid, x->start))
             rc = member_add(t, x->pid, x->start);
     }
-    qsort(t->member, t->count, sizeof *t->member, member_cmp);
+    if (t->count)
+        qsort(t->member, t->count, sizeof *t->member, member_cmp);
     *rss_bytes = total;
     return rc;
 }
