@@ -309,6 +309,8 @@ typedef struct batchfit_trial_process {
     uint64_t device_free_drop_bytes;
     char oom_signature[96];      /* the matching signature's source, "" if none */
     char tail[2048];             /* the last lines of the child's output */
+    uint64_t watchdog_overshoot_bytes; /* watchdog_stopped: how far past its threshold the
+                                          sample that stopped it was */
 } batchfit_trial_process;
 
 /* One trial, as the trial log records it. */

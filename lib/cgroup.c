@@ -215,13 +215,41 @@ int batchfit__cgroup_file(const batchfit__cgroup *cg, const char *name, char *ou
     return path_join(out, len, cg->path, "/", name);
 }
 
-int batchfit__cgroup_usage(const batchfit__cgroup *cg, uint64_t *bytes)
+/* The value of a "key N" line of a memory.stat text. */
+static int stat_value(const char *text, const char *key, uint64_t *value)
 {
-    char file[BATCHFIT__CGROUP_PATH_MAX];
-    const char *name = cg->version == 2 ? "memory.current" : "memory.usage_in_bytes";
-    if (!cg->path[0] || batchfit__cgroup_file(cg, name, file, sizeof file) != 0)
+    size_t klen = strlen(key);
+    const char *line = text;
+    while (line) {
+        if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+            *value = strtoull(line + klen + 1, NULL, 10);
+            return 0;
+        }
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return -1;
+}
+
+/* Anonymous plus shared memory (tmpfs, shm, shared anonymous mappings):
+ * what the trial's processes hold and the kernel cannot drop. Page cache
+ * (files the trial read or wrote, the interpreter's libraries when their
+ * first reader was this trial) is reclaimable and left out. v1 counts THP in
+ * rss (rss_huge is a part of it); total_* include child cgroups. */
+int batchfit__cgroup_resident(const batchfit__cgroup *cg, uint64_t *bytes)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX], text[8192];
+    if (!cg->path[0] || batchfit__cgroup_file(cg, "memory.stat", file, sizeof file) != 0 ||
+        read_text(file, text, sizeof text) != 0)
         return -1;
-    return read_u64_file(file, bytes);
+    uint64_t anon = 0, shmem = 0;
+    int v2 = cg->version == 2;
+    if (stat_value(text, v2 ? "anon" : "total_rss", &anon) != 0 ||
+        stat_value(text, v2 ? "shmem" : "total_shmem", &shmem) != 0)
+        return -1;
+    *bytes = anon + shmem;
+    return 0;
 }
 
 int batchfit__cgroup_peak(const batchfit__cgroup *cg, uint64_t *bytes)
@@ -247,6 +275,44 @@ int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count)
         return -1;
     *count = strtoull(p + 9, NULL, 10);
     return 0;
+}
+
+/* The owner pid in a trial cgroup's name: "batchfit-<pid>-<n>" (a trial)
+ * or "batchfit-probe-<pid>" (detection); 0 for any other name. */
+static long owner_pid(const char *name)
+{
+    const char *p = strncmp(name, "batchfit-probe-", 15) == 0 ? name + 15
+                    : strncmp(name, "batchfit-", 9) == 0     ? name + 9
+                                                            : NULL;
+    if (!p || *p < '1' || *p > '9')
+        return 0;
+    char *end;
+    long pid = strtol(p, &end, 10);
+    return *end == '\0' || *end == '-' ? pid : 0;
+}
+
+unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
+{
+    DIR *d = cg->version ? opendir(cg->parent) : NULL;
+    if (!d)
+        return 0;
+    unsigned removed = 0;
+    long self = (long)getpid();
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long owner = owner_pid(e->d_name);
+        /* A live owner, or a pid reused since, keeps its cgroup: only a
+         * certainly dead one (ESRCH) is swept. */
+        if (!owner || owner == self || kill((pid_t)owner, 0) == 0 || errno != ESRCH)
+            continue;
+        batchfit__cgroup stale = *cg;
+        if (path_join(stale.path, sizeof stale.path, cg->parent, "/", e->d_name) != 0)
+            continue;
+        batchfit__cgroup_destroy(&stale);
+        removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 /* Kills every process left in the cgroup, then removes it. */

@@ -23,6 +23,10 @@
 extern char **environ;
 
 #define LINE_MAX_KEEP 4096
+/* A line longer than LINE_MAX_KEEP is scanned in windows that overlap by
+ * this much, so a signature shorter than the overlap (every built-in one
+ * is under 100 characters) is found wherever the window boundary falls. */
+#define LINE_OVERLAP 512
 #define TAIL_LINES 12
 
 struct batchfit__runner_s {
@@ -33,8 +37,11 @@ struct batchfit__runner_s {
     batchfit__oom_table *own_oom;
     const batchfit__oom_table *oom;
     batchfit__cgroup cg;
-    batchfit__pidset seen;
+    batchfit__proc_tree tree; /* the current trial's processes */
+    long *device_pids;        /* scratch for the device's per-process query */
+    unsigned device_pids_capacity;
     batchfit__buf mechanisms;
+    unsigned long wakeups; /* iterations of the last trial's watch loop */
     char visible_env[160]; /* CUDA_VISIBLE_DEVICES=<uuid of the probed GPU>, or "" */
 };
 
@@ -68,6 +75,7 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
     r->ctx = ctx;
     r->opts = *opts;
+    batchfit__proc_tree_init(&r->tree, &ctx->allocator);
     for (r->argc = 0; opts->argv[r->argc]; r->argc++) {
         char err[BATCHFIT_ERRMSG_MAX];
         if (batchfit__template_check(opts->argv[r->argc], &r->has_placeholder, err, sizeof err)) {
@@ -85,9 +93,15 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         r->oom = r->own_oom;
     }
     const char *peak = "rusage+sampling (no cgroup: ";
-    if (opts->cgroups == BATCHFIT_CGROUPS_AUTO && batchfit__cgroup_detect(&r->cg) == 0)
-        peak = r->cg.version == 2 ? "cgroup-v2 memory.peak" : "cgroup-v1 memory.max_usage_in_bytes";
-    else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
+    if (opts->cgroups == BATCHFIT_CGROUPS_AUTO && batchfit__cgroup_detect(&r->cg) == 0) {
+        /* A batchfit killed outright left its trial cgroups (and what ran
+         * in them) behind: the next run removes them. */
+        batchfit__cgroup_sweep(&r->cg);
+        peak = r->cg.version == 2 ? "cgroup-v2 memory.stat anon+shmem sampling and high-water RSS "
+                                    "(page cache not counted)"
+                                  : "cgroup-v1 memory.stat rss+shmem sampling and high-water RSS "
+                                    "(page cache not counted)";
+    } else if (opts->cgroups != BATCHFIT_CGROUPS_AUTO)
         snprintf(r->cg.why_not, sizeof r->cg.why_not, "cgroups turned off");
     batchfit__buf *m = &r->mechanisms;
     batchfit__buf_init(m, &ctx->allocator);
@@ -107,7 +121,9 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         batchfit__buf_printf(m, "; hard cap: %s",
                              r->cg.version == 2   ? "cgroup-v2 memory.max"
                              : r->cg.version == 1 ? "cgroup-v1 memory.limit_in_bytes"
-                                                  : "RLIMIT_AS");
+                                                  : "resident memory, stopped by sampling");
+    if (opts->enforce_address_space)
+        batchfit__buf_printf(m, "; virtual-memory cap: RLIMIT_AS");
     if (!batchfit__buf_text(m)) {
         batchfit__runner_free(r);
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
@@ -132,7 +148,30 @@ void batchfit__runner_free(batchfit__runner *runner)
         return;
     batchfit__oom_table_free(runner->own_oom);
     batchfit__buf_free(&runner->mechanisms);
+    batchfit__proc_tree_free(&runner->tree);
+    batchfit__free(&runner->ctx->allocator, runner->device_pids);
     batchfit__free(&runner->ctx->allocator, runner);
+}
+
+unsigned long batchfit__runner_wakeups(const batchfit__runner *runner)
+{
+    return runner ? runner->wakeups : 0;
+}
+
+void batchfit__timespec_from_seconds(double seconds, struct timespec *ts)
+{
+    ts->tv_sec = 0;
+    ts->tv_nsec = 0;
+    if (!(seconds > 0.0))
+        return;
+    /* A year is far beyond any interval or timeout; it keeps tv_sec in range. */
+    if (seconds > 31536000.0)
+        seconds = 31536000.0;
+    ts->tv_sec = (time_t)seconds;
+    long nsec = (long)((seconds - (double)ts->tv_sec) * 1e9);
+    /* nanosleep rejects tv_nsec outside [0, 1e9) with EINVAL, and a
+     * caller that loops on it would spin. */
+    ts->tv_nsec = nsec < 0 ? 0 : nsec > 999999999L ? 999999999L : nsec;
 }
 
 int batchfit__runner_has_placeholder(const batchfit__runner *runner)
@@ -223,14 +262,21 @@ static void child_fail(int err_pipe, int stage)
 }
 
 /* In the child, between fork and exec: async-signal-safe calls only. */
-static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, int err_pipe)
+static void child_exec(const batchfit__runner *r, const launch *l, pid_t parent, int out_fd,
+                       int err_fd, int report_pipe)
 {
     setpgid(0, 0);
+    /* If batchfit dies (SIGKILL included), the trial dies with it rather
+     * than run on under init; a parent that died before this call is seen
+     * by the check after it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent)
+        _exit(127);
     /* A trial outside its cgroup would be measured as using nothing: that
      * is a trial that did not run as asked, never a fit. */
     if (l->procs_file[0] && batchfit__cgroup_join_self(&r->cg, l->procs_file) != 0)
-        child_fail(err_pipe, STAGE_CGROUP);
-    if (r->opts.enforce && !l->procs_file[0] && r->opts.enforce_bytes) {
+        child_fail(report_pipe, STAGE_CGROUP);
+    if (r->opts.enforce_address_space && r->opts.enforce_bytes) {
         struct rlimit lim = {(rlim_t)r->opts.enforce_bytes, (rlim_t)r->opts.enforce_bytes};
         setrlimit(RLIMIT_AS, &lim);
     }
@@ -249,37 +295,56 @@ static void child_exec(const batchfit__runner *r, const launch *l, int out_fd, i
         close(devnull);
     }
     dup2(out_fd, 1);
-    dup2(out_fd, 2);
-    close(out_fd);
+    dup2(err_fd, 2);
     environ = l->envp;
     execvp(l->argv[0], l->argv);
-    child_fail(err_pipe, STAGE_EXEC);
+    child_fail(report_pipe, STAGE_EXEC);
 }
 
-/* The child's output: scanned line by line for OOM signatures, its last
- * lines kept for the report, optionally copied to our stderr. */
-typedef struct output {
+/* One output stream of the child (stderr or stdout), on its own pipe so
+ * that a buffered stdout flushed at exit cannot push the line that
+ * explains a failure, on stderr, out of the excerpt. */
+typedef struct stream {
     char line[LINE_MAX_KEEP];
     size_t line_len;
+    int line_continued; /* line holds a later window of a long line */
     char tail[TAIL_LINES][256];
+    unsigned long tail_stamp[TAIL_LINES]; /* the wakeup that completed each line */
     unsigned tail_next;
     unsigned tail_count;
+} stream;
+
+/* The child's output: scanned line by line for OOM signatures, the last
+ * lines of each stream kept for the report, optionally copied to our
+ * stderr. */
+typedef struct output {
+    stream err; /* first: its lines come first when the order is unknown */
+    stream out;
+    unsigned long stamp; /* the current wakeup of the watch loop */
     char oom_source[96];
     char oom_line[256];
     uint64_t tried_bytes; /* from "tried to allocate N" in an OOM message */
 } output;
 
-/* "tried to allocate 2.00 GiB" / "you tried to allocate 8589934592 bytes". */
+/* The size an OOM message says was asked for: "tried to allocate 2.00 GiB",
+ * "you tried to allocate 8589934592 bytes", "failed to allocate 512.00 MiB",
+ * "allocation of 24 bytes failed". */
 static uint64_t tried_to_allocate(const char *line)
 {
-    const char *p = strstr(line, "ried to allocate ");
+    static const char *const phrases[] = {"ried to allocate ", "ailed to allocate ",
+                                          "allocation of "};
+    const char *p = NULL;
+    for (size_t i = 0; !p && i < sizeof phrases / sizeof phrases[0]; i++)
+        if ((p = strstr(line, phrases[i])) != NULL)
+            p += strlen(phrases[i]);
     if (!p)
         return 0;
-    p += 17;
     char text[64];
     size_t n = 0;
     while (n < sizeof text - 1 && p[n] && (p[n] == '.' || (p[n] >= '0' && p[n] <= '9')))
         n++;
+    if (n == 0)
+        return 0;
     memcpy(text, p, n);
     const char *unit = p + n;
     while (*unit == ' ')
@@ -297,26 +362,55 @@ static uint64_t tried_to_allocate(const char *line)
     return batchfit__parse_size(text, NULL, &bytes, NULL, 0) == BATCHFIT_OK ? bytes : 0;
 }
 
-static void output_line(const batchfit__runner *r, output *o)
+/* Scans the window of the current line for a signature. */
+/* Scans the window of a stream's current line for a signature. */
+static void output_scan(const batchfit__runner *r, output *o, stream *st)
 {
-    o->line[o->line_len] = '\0';
+    st->line[st->line_len] = '\0';
     if (!o->oom_source[0]) {
-        const char *source = batchfit__oom_match(r->oom, o->line);
+        const char *source = batchfit__oom_match(r->oom, st->line);
         if (source) {
             batchfit__copy(o->oom_source, sizeof o->oom_source, source);
-            batchfit__copy(o->oom_line, sizeof o->oom_line, o->line);
+            batchfit__copy(o->oom_line, sizeof o->oom_line, st->line);
         }
     }
     if (!o->tried_bytes && o->oom_source[0])
-        o->tried_bytes = tried_to_allocate(o->line);
-    batchfit__copy(o->tail[o->tail_next], sizeof o->tail[o->tail_next], o->line);
-    o->tail_next = (o->tail_next + 1) % TAIL_LINES;
-    if (o->tail_count < TAIL_LINES)
-        o->tail_count++;
-    o->line_len = 0;
+        o->tried_bytes = tried_to_allocate(st->line);
 }
 
-static void output_feed(const batchfit__runner *r, output *o, const char *buf, size_t n)
+/* Keeps the start of the current line as the stream's newest tail line. */
+static void tail_push(const output *o, stream *st)
+{
+    batchfit__copy(st->tail[st->tail_next], sizeof st->tail[st->tail_next], st->line);
+    st->tail_stamp[st->tail_next] = o->stamp;
+    st->tail_next = (st->tail_next + 1) % TAIL_LINES;
+    if (st->tail_count < TAIL_LINES)
+        st->tail_count++;
+}
+
+/* A full window of a line that goes on: scanned, its start kept for the
+ * tail, and its last LINE_OVERLAP bytes carried into the next window. */
+static void output_window(const batchfit__runner *r, output *o, stream *st)
+{
+    output_scan(r, o, st);
+    if (!st->line_continued)
+        tail_push(o, st);
+    memmove(st->line, st->line + st->line_len - LINE_OVERLAP, LINE_OVERLAP);
+    st->line_len = LINE_OVERLAP;
+    st->line_continued = 1;
+}
+
+static void output_line(const batchfit__runner *r, output *o, stream *st)
+{
+    output_scan(r, o, st);
+    if (!st->line_continued)
+        tail_push(o, st);
+    st->line_len = 0;
+    st->line_continued = 0;
+}
+
+static void output_feed(const batchfit__runner *r, output *o, stream *st, const char *buf,
+                        size_t n)
 {
     if (r->opts.show_output) {
         ssize_t ignored = write(2, buf, n);
@@ -324,44 +418,73 @@ static void output_feed(const batchfit__runner *r, output *o, const char *buf, s
     }
     for (size_t i = 0; i < n; i++) {
         if (buf[i] == '\n') {
-            output_line(r, o);
+            output_line(r, o, st);
             continue;
         }
-        if (o->line_len == LINE_MAX_KEEP - 1)
-            output_line(r, o);
-        o->line[o->line_len++] = buf[i] == '\r' ? ' ' : buf[i];
+        if (st->line_len == LINE_MAX_KEEP - 1)
+            output_window(r, o, st);
+        st->line[st->line_len++] = buf[i] == '\r' ? ' ' : buf[i];
     }
 }
 
+/* The k-th oldest of a stream's tail lines. */
+static unsigned tail_index(const stream *st, unsigned k)
+{
+    return (st->tail_next + TAIL_LINES - st->tail_count + k) % TAIL_LINES;
+}
+
+/* How many of a stream's newest lines fit in room bytes (each with its
+ * newline); *used gets their size. */
+static unsigned tail_fit(const stream *st, size_t room, size_t *used)
+{
+    unsigned n = 0;
+    *used = 0;
+    while (n < st->tail_count) {
+        size_t cost = strlen(st->tail[tail_index(st, st->tail_count - 1 - n)]) + 1;
+        if (*used + cost > room)
+            break;
+        *used += cost;
+        n++;
+    }
+    return n;
+}
+
+/* The last lines of both streams in the order they were read; lines read
+ * in the same wakeup cannot be ordered, and stderr's come first. Each
+ * stream gets half the room, and what one leaves to the other. */
 static void output_tail(const output *o, char *out, size_t len)
 {
+    size_t used_err, used_out, room = len - 1;
+    tail_fit(&o->err, room / 2, &used_err);
+    unsigned n_out = tail_fit(&o->out, room - used_err, &used_out);
+    unsigned n_err = tail_fit(&o->err, room - used_out, &used_err);
+    unsigned k_err = o->err.tail_count - n_err, k_out = o->out.tail_count - n_out;
     size_t n = 0;
     out[0] = '\0';
-    unsigned first = (o->tail_next + TAIL_LINES - o->tail_count) % TAIL_LINES;
-    for (unsigned k = 0; k < o->tail_count; k++) {
-        const char *line = o->tail[(first + k) % TAIL_LINES];
+    while (k_err < o->err.tail_count || k_out < o->out.tail_count) {
+        unsigned ie = tail_index(&o->err, k_err), io = tail_index(&o->out, k_out);
+        int take_err = k_out == o->out.tail_count ||
+                       (k_err < o->err.tail_count && o->err.tail_stamp[ie] <= o->out.tail_stamp[io]);
+        const char *line = take_err ? o->err.tail[ie] : o->out.tail[io];
+        if (take_err)
+            k_err++;
+        else
+            k_out++;
         int w = snprintf(out + n, len - n, "%s\n", line);
-        if (w < 0 || (size_t)w >= len - n) {
-            /* Keep the most recent lines: drop from the front. */
-            size_t drop = strlen(out) / 2;
-            memmove(out, out + drop, strlen(out + drop) + 1);
-            n = strlen(out);
-            w = snprintf(out + n, len - n, "%s\n", line);
-            if (w < 0)
-                break;
-        }
-        n = strlen(out);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
     }
 }
 
 /* Reads what is available; returns 0 at end of file. */
-static int drain(const batchfit__runner *r, output *o, int fd)
+static int drain(const batchfit__runner *r, output *o, stream *st, int fd)
 {
     char buf[8192];
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n > 0) {
-            output_feed(r, o, buf, (size_t)n);
+            output_feed(r, o, st, buf, (size_t)n);
             continue;
         }
         if (n == 0)
@@ -401,16 +524,22 @@ static const char *signal_name(int sig)
 static void kill_everything(batchfit__runner *r, pid_t pgid)
 {
     kill(-pgid, SIGKILL);
-    for (unsigned i = 0; i < r->seen.count; i++)
-        if (batchfit__proc_alive(r->seen.pid[i], r->seen.start[i]))
-            kill((pid_t)r->seen.pid[i], SIGKILL);
+    const batchfit__proc_tree *tree = &r->tree;
+    for (unsigned i = 0; i < tree->count; i++)
+        if (batchfit__proc_alive(tree->member[i].pid, tree->member[i].start))
+            kill((pid_t)tree->member[i].pid, SIGKILL);
     batchfit__cgroup_destroy(&r->cg);
     /* Those that were reparented to us are our children now: reap them
      * (waitpid fails at once with ECHILD for any that are not). */
-    for (unsigned i = 0; i < r->seen.count; i++)
-        if (r->seen.pid[i] != pgid)
-            while (waitpid((pid_t)r->seen.pid[i], NULL, 0) < 0 && errno == EINTR)
+    for (unsigned i = 0; i < tree->count; i++)
+        if (tree->member[i].pid != pgid)
+            while (waitpid((pid_t)tree->member[i].pid, NULL, 0) < 0 && errno == EINTR)
                 ;
+    /* Descendants no sample saw (born and orphaned between two samples, or
+     * past a walk that could not grow) are orphans reparented to us: kill
+     * them, and their children become ours in turn. */
+    for (int round = 0; round < 64 && batchfit__proc_reap_children() > 0; round++)
+        ;
 }
 
 typedef struct watch {
@@ -428,23 +557,35 @@ typedef struct watch {
     int status;
     struct rusage usage;
     uint64_t sampled_peak;
-    uint64_t watchdog_seen; /* the sample that passed the budget */
+    uint64_t main_hwm;    /* the main process's VmHWM at its last sample */
+    uint64_t rss_at_fork; /* ours, the most its image held before exec */
+    uint64_t watchdog_seen;  /* the sample that passed its threshold */
+    uint64_t watchdog_limit; /* that threshold: the budget, or the --enforce cap */
+    int watchdog_is_cap;     /* the cap, enforced by sampling where no cgroup is */
+    int failed;             /* BATCHFIT_E_NO_MEMORY: the watch could not grow */
 } watch;
 
-/* Samples the trial's memory with the same measure its peak is judged by:
- * the cgroup's charge where there is a cgroup (resident shared libraries
- * charged elsewhere do not count), else the process tree's RSS. The tree
- * is walked either way, so every descendant is known for the cleanup. */
 /* The trial's memory on its GPU: what NVML says the processes of its tree
  * use, and the drop in the device's free memory since the trial began. */
-static void sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now)
+static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now)
 {
     batchfit_device *dev = r->opts.device;
-    long pids[BATCHFIT__PIDSET_MAX + 1];
+    const batchfit__proc_tree *tree = &r->tree;
+    if (tree->count + 1 > r->device_pids_capacity) {
+        unsigned capacity = tree->capacity + 1;
+        long *grown = batchfit__realloc(&r->ctx->allocator, r->device_pids,
+                                        capacity * sizeof *grown);
+        if (!grown)
+            return BATCHFIT_E_NO_MEMORY;
+        r->device_pids = grown;
+        r->device_pids_capacity = capacity;
+    }
+    long *pids = r->device_pids;
     unsigned n = 0;
     pids[n++] = (long)pid;
-    for (unsigned i = 0; i < r->seen.count && n < BATCHFIT__PIDSET_MAX + 1; i++)
-        pids[n++] = r->seen.pid[i];
+    for (unsigned i = 0; i < tree->count; i++)
+        if (tree->member[i].pid != (long)pid)
+            pids[n++] = tree->member[i].pid;
     uint64_t used = 0, total = 0, free_bytes = 0;
     if (dev->ops->process_usage && dev->ops->process_usage(dev, pids, n, &used) == BATCHFIT_OK) {
         w->device_known = 1;
@@ -462,6 +603,7 @@ static void sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *no
         if (!w->device_known)
             *now = w->free_start - w->free_min;
     }
+    return 0;
 }
 
 /* Samples the trial's memory with the same measure its peak is judged by:
@@ -469,29 +611,46 @@ static void sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *no
  * a cgroup (resident shared libraries charged elsewhere do not count), else
  * the process tree's RSS. The tree is walked either way, so every
  * descendant is known for the cleanup. */
-static void sample_memory(batchfit__runner *r, pid_t pid, watch *w)
+static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
 {
-    uint64_t now = 0, tree = 0, host = 0;
-    int have_tree = batchfit__proc_tree_rss(pid, &r->seen, &tree) == 0;
-    if (!(r->cg.path[0] && batchfit__cgroup_usage(&r->cg, &host) == 0) && have_tree)
+    uint64_t now = 0, tree = 0, host = 0, hwm = 0;
+    int rc = batchfit__proc_tree_rss(&r->tree, pid, &tree);
+    if (rc > 0)
+        return rc;
+    if (batchfit__proc_hwm((long)pid, &hwm) == 0 && hwm > w->main_hwm)
+        w->main_hwm = hwm;
+    if (!(r->cg.path[0] && batchfit__cgroup_resident(&r->cg, &host) == 0) && rc == 0)
         host = tree;
     if (host > w->sampled_peak)
         w->sampled_peak = host;
     now = host;
-    if (r->opts.device)
-        sample_device(r, pid, w, &now);
-    if (!w->done && !w->watchdog_stopped && r->opts.watchdog && r->opts.budget_bytes &&
-        now > r->opts.budget_bytes) {
-        w->watchdog_stopped = 1;
+    if (r->opts.device && (rc = sample_device(r, pid, w, &now)) != 0)
+        return rc;
+    if (w->done || w->watchdog_stopped)
+        return 0;
+    /* --enforce without a cgroup caps what is measured, the resident memory,
+     * by stopping the group past it (RLIMIT_AS only when asked for by name). */
+    if (r->opts.enforce && r->opts.enforce_bytes && !r->cg.path[0] && host > r->opts.enforce_bytes) {
+        w->watchdog_is_cap = 1;
+        w->watchdog_limit = r->opts.enforce_bytes;
+        w->watchdog_seen = host;
+    } else if (r->opts.watchdog && r->opts.budget_bytes && now > r->opts.budget_bytes) {
+        w->watchdog_limit = r->opts.budget_bytes;
         w->watchdog_seen = now;
-        kill(-pid, SIGKILL);
+    } else {
+        return 0;
     }
+    w->watchdog_stopped = 1;
+    kill(-pid, SIGKILL);
+    return 0;
 }
 
-/* Runs the poll loop until the main process has ended and its output is read. */
-static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, watch *w)
+/* Runs the poll loop until the main process has ended and its output (on
+ * fds[0], stderr, and fds[1], stdout) is read. */
+static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *o, watch *w)
 {
-    int open_fd = 1;
+    int open_fd[2] = {1, 1};
+    stream *streams[2] = {&o->err, &o->out};
     double drain_deadline = 0.0;
     for (;;) {
         double t = batchfit__now();
@@ -501,22 +660,31 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
             if (left < wait_s)
                 wait_s = left > 0.0 ? left : 0.0;
         }
-        struct pollfd pfd = {out_fd, POLLIN, 0};
-        int ready = open_fd ? poll(&pfd, 1, (int)(wait_s * 1000.0) + 1) : 0;
-        if (!open_fd) {
-            struct timespec ts = {0, (long)(wait_s * 1e9)};
+        o->stamp = ++r->wakeups;
+        struct pollfd pfd[2];
+        nfds_t n = 0;
+        for (int i = 0; i < 2; i++)
+            if (open_fd[i])
+                pfd[n++] = (struct pollfd){fds[i], POLLIN, 0};
+        int wait_ms = wait_s < 86400.0 ? (int)(wait_s * 1000.0) + 1 : 86400000;
+        if (n && poll(pfd, n, wait_ms) > 0) {
+            /* stderr first: what both had ready cannot be ordered. */
+            for (int i = 0; i < 2; i++)
+                if (open_fd[i])
+                    open_fd[i] = drain(r, o, streams[i], fds[i]);
+        } else if (!n) {
+            struct timespec ts;
+            batchfit__timespec_from_seconds(wait_s, &ts);
             nanosleep(&ts, NULL);
         }
-        if (ready > 0 && open_fd)
-            open_fd = drain(r, o, out_fd);
-        if (!w->done)
-            sample_memory(r, pid, w);
+        if (!w->done && !w->failed && (w->failed = sample_memory(r, pid, w)) != 0)
+            kill(-pid, SIGKILL); /* a trial that cannot be watched must not run on */
         if (!w->done) {
             pid_t got = wait4(pid, &w->status, WNOHANG, &w->usage);
             if (got == pid) {
                 w->done = 1;
                 /* The trial is its main process: whatever it left behind
-                 * goes now, so the pipe closes and nothing is orphaned. */
+                 * goes now, so the pipes close and nothing is orphaned. */
                 kill(-pid, SIGKILL);
                 drain_deadline = batchfit__now() + 1.0;
             }
@@ -534,9 +702,100 @@ static void supervise(batchfit__runner *r, pid_t pid, int out_fd, output *o, wat
         }
         if (!w->done && w->timed_out && t >= w->term_sent + r->opts.kill_grace_seconds)
             kill(-pid, SIGKILL);
-        if (w->done && (!open_fd || t >= drain_deadline))
+        if (w->done && ((!open_fd[0] && !open_fd[1]) || t >= drain_deadline))
             break;
     }
+    /* A last line without a newline still counts. */
+    for (int i = 0; i < 2; i++)
+        if (streams[i]->line_len)
+            output_line(r, o, streams[i]);
+}
+
+/* The trial's host memory peak, never counting page cache it did not map:
+ * the larger of
+ * - the largest sample of what the watchdog judges: the cgroup's anonymous
+ *   + shared memory, else the tree's RSS; a sample, so a spike shorter
+ *   than the interval can be missed;
+ * - the main process's kernel-tracked high-water RSS: VmHWM at its last
+ *   sample, and ru_maxrss where it exceeds our own RSS at fork (ru_maxrss
+ *   also counts the copy of batchfit forked before exec, which can be no
+ *   larger than that). Both count the files it maps but no cache it only
+ *   read or wrote; with a cgroup they are capped by the cgroup's own
+ *   high-water mark.
+ * The kernel mark less the file pages left at the end was not used: it is
+ * wrong both ways (a deleted temporary file leaves none; a file read after
+ * the anonymous peak leaves more than there were at the peak). */
+static uint64_t host_peak(const batchfit__runner *r, const watch *w, batchfit_trial_process *d)
+{
+    uint64_t cg_peak = 0, exact = w->main_hwm;
+    if (d->rusage_peak_bytes > w->rss_at_fork && d->rusage_peak_bytes > exact)
+        exact = d->rusage_peak_bytes;
+    d->peak_source = !r->cg.path[0]       ? "rusage+sampling"
+                     : r->cg.version == 2 ? "cgroup-v2 anon+shmem sampling, high-water RSS"
+                                          : "cgroup-v1 rss+shmem sampling, high-water RSS";
+    if (r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0 && cg_peak < exact)
+        exact = cg_peak;
+    return w->sampled_peak > exact ? w->sampled_peak : exact;
+}
+
+/* What the command's own end says, for a message. */
+static void describe_end(const batchfit_trial_process *d, char *out, size_t len)
+{
+    if (d->signal)
+        snprintf(out, len, "killed by signal %d (%s, status %d)", d->signal,
+                 signal_name(d->signal), 128 + d->signal);
+    else
+        snprintf(out, len, "exited with status %d", d->exit_code);
+}
+
+/* The kernel killed a process of the trial for memory: the command itself
+ * (SIGKILL) or one under a wrapper (a shell then exits 137 or whatever it
+ * likes). Either way the trial did not fit. */
+static void classify_oom_kill(const batchfit__runner *r, const watch *w, uint64_t kills,
+                              batchfit_trial *trial)
+{
+    const batchfit_trial_process *d = &trial->process;
+    uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
+    char limit[32], end[96];
+    trial->outcome = BATCHFIT_OOM;
+    /* Under a cap the kernel kills only when the charge cannot stay under it
+     * after reclaim: the trial needed more than the cap. */
+    trial->peak_bytes = w->sampled_peak > cap ? w->sampled_peak : cap;
+    trial->peak_known = trial->peak_bytes > 0;
+    batchfit_format_bytes((double)cap, limit, sizeof limit);
+    describe_end(d, end, sizeof end);
+    if (d->signal == SIGKILL && cap)
+        snprintf(trial->message, sizeof trial->message,
+                 "killed by SIGKILL (status 137): the kernel killed it at the cgroup's memory "
+                 "limit of %s", limit);
+    else if (cap)
+        snprintf(trial->message, sizeof trial->message,
+                 "the kernel killed %llu of its processes at the cgroup's memory limit of %s; "
+                 "the command then %s", (unsigned long long)kills, limit, end);
+    else
+        snprintf(trial->message, sizeof trial->message,
+                 "the kernel's out-of-memory killer killed %llu of its processes; the command "
+                 "then %s", (unsigned long long)kills, end);
+}
+
+static void classify_stopped(const batchfit__runner *r, const watch *w, batchfit_trial *trial)
+{
+    char peak[32], limit[32];
+    trial->outcome = BATCHFIT_OOM;
+    trial->peak_bytes = w->watchdog_seen;
+    trial->peak_known = 1;
+    trial->process.watchdog_overshoot_bytes = w->watchdog_seen - w->watchdog_limit;
+    batchfit_format_bytes((double)w->watchdog_seen, peak, sizeof peak);
+    batchfit_format_bytes((double)w->watchdog_limit, limit, sizeof limit);
+    if (w->watchdog_is_cap)
+        snprintf(trial->message, sizeof trial->message,
+                 "stopped at the --enforce cap: its resident memory reached %s, past the cap of "
+                 "%s (no cgroup: the cap is enforced by sampling every %.0f ms)",
+                 peak, limit, r->opts.sample_interval * 1000.0);
+    else
+        snprintf(trial->message, sizeof trial->message,
+                 "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
+                 limit);
 }
 
 static void classify(batchfit__runner *r, const watch *w, const output *o, batchfit_trial *trial)
@@ -553,16 +812,7 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     d->watchdog_stopped = w->watchdog_stopped;
     d->sampled_peak_bytes = w->sampled_peak;
     d->rusage_peak_bytes = (uint64_t)w->usage.ru_maxrss * 1024;
-    uint64_t cg_peak = 0, kills = 0;
-    if (r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0) {
-        peak_bytes = cg_peak;
-        d->peak_source = r->cg.version == 2 ? "cgroup-v2 memory.peak"
-                                            : "cgroup-v1 memory.max_usage_in_bytes";
-    } else {
-        peak_bytes = w->sampled_peak > d->rusage_peak_bytes ? w->sampled_peak
-                                                               : d->rusage_peak_bytes;
-        d->peak_source = "rusage+sampling";
-    }
+    peak_bytes = host_peak(r, w, d);
     d->host_peak_bytes = peak_bytes;
     d->device_peak_known = w->device_known;
     d->device_peak_bytes = w->device_peak;
@@ -576,6 +826,9 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     } else {
         peak_known = peak_bytes > 0;
     }
+    /* The cgroup's OOM-kill count is read for every trial: a process killed
+     * under a wrapper leaves the wrapper's own exit status, not SIGKILL. */
+    uint64_t kills = 0;
     if (r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0 && kills > 0)
         d->oom_killed = 1;
     batchfit__copy(d->oom_signature, sizeof d->oom_signature, o->oom_source);
@@ -592,14 +845,7 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
         return;
     }
     if (w->watchdog_stopped) {
-        batchfit_format_bytes((double)r->opts.budget_bytes, limit, sizeof limit);
-        trial->outcome = BATCHFIT_OOM;
-        trial->peak_bytes = w->watchdog_seen;
-        trial->peak_known = 1;
-        batchfit_format_bytes((double)w->watchdog_seen, peak, sizeof peak);
-        snprintf(trial->message, sizeof trial->message,
-                 "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
-                 limit);
+        classify_stopped(r, w, trial);
         return;
     }
     if (o->oom_source[0]) {
@@ -612,17 +858,22 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
                  o->oom_source, room > 0 ? room : 0, o->oom_line);
         return;
     }
+    if (d->oom_killed) {
+        classify_oom_kill(r, w, kills, trial);
+        return;
+    }
     if (d->signal == SIGKILL) {
         trial->outcome = BATCHFIT_OOM;
-        trial->peak_known = 0;
+        /* It needed at least what it was seen to hold. */
+        trial->peak_bytes = w->sampled_peak;
+        trial->peak_known = w->sampled_peak > 0;
         snprintf(trial->message, sizeof trial->message,
-                 "killed by SIGKILL (status 137)%s",
-                 d->oom_killed ? ": the kernel killed it at the cgroup's memory limit"
-                               : ": the out-of-memory killer or a memory limit");
+                 "killed by SIGKILL (status 137): the out-of-memory killer or a memory limit");
         return;
     }
     if (d->signal) {
-        int near_cap = r->opts.enforce && r->opts.enforce_bytes &&
+        int capped = r->opts.enforce || r->opts.enforce_address_space;
+        int near_cap = capped && r->opts.enforce_bytes &&
                        (double)peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
         trial->outcome = near_cap && r->opts.crash_is_oom ? BATCHFIT_OOM : BATCHFIT_ERROR;
         if (near_cap) {
@@ -637,8 +888,6 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
             snprintf(trial->message, sizeof trial->message, "killed by signal %d (%s, status %d)",
                      d->signal, signal_name(d->signal), 128 + d->signal);
         }
-        if (trial->outcome == BATCHFIT_OOM)
-            trial->peak_known = 0;
         return;
     }
     if (d->exit_code == 0) {
@@ -647,6 +896,13 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     }
     trial->outcome = BATCHFIT_ERROR;
     snprintf(trial->message, sizeof trial->message, "exited with status %d", d->exit_code);
+}
+
+static void close_all(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
 }
 
 static int pipe_cloexec(int fds[2])
@@ -676,45 +932,46 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
     if (r->cg.version && batchfit__cgroup_create(&r->cg, cap) == 0)
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
-    int out_pipe[2], err_pipe[2];
-    if (pipe_cloexec(out_pipe) != 0) {
-        launch_free(&r->ctx->allocator, &l);
-        batchfit__cgroup_destroy(&r->cg);
-        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
-                              strerror(errno));
+    /* fds: the child's stderr pipe, its stdout pipe (read ends first), and
+     * the pipe on which it reports a failure before exec. */
+    int fds[6] = {-1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < 6; i += 2) {
+        if (pipe_cloexec(fds + i) != 0) {
+            int e = errno;
+            close_all(fds, 6);
+            launch_free(&r->ctx->allocator, &l);
+            batchfit__cgroup_destroy(&r->cg);
+            return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
+                                  strerror(e));
+        }
     }
-    if (pipe_cloexec(err_pipe) != 0) {
-        close(out_pipe[0]);
-        close(out_pipe[1]);
-        launch_free(&r->ctx->allocator, &l);
-        batchfit__cgroup_destroy(&r->cg);
-        return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
-                              strerror(errno));
-    }
-    r->seen.count = 0;
+    int read_fds[2] = {fds[0], fds[2]};
+    batchfit__proc_tree_clear(&r->tree);
+    r->wakeups = 0;
     watch w;
     memset(&w, 0, sizeof w);
     w.start = batchfit__now();
+    if (batchfit__self_rss(&w.rss_at_fork) != 0)
+        w.rss_at_fork = UINT64_MAX; /* unknown: ru_maxrss cannot be told from our copy */
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(r, &l, out_pipe[1], err_pipe[1]);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
+        child_exec(r, &l, parent, fds[3], fds[1], fds[5]);
+    close_all((int[]){fds[1], fds[3], fds[5]}, 3);
     if (pid < 0) {
         int e = errno;
-        close(out_pipe[0]);
-        close(err_pipe[0]);
+        close_all((int[]){fds[0], fds[2], fds[4]}, 3);
         launch_free(&r->ctx->allocator, &l);
         batchfit__cgroup_destroy(&r->cg);
         return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot fork: %s", strerror(e));
     }
     setpgid(pid, pid);
     int report[2] = {0, 0};
-    ssize_t got = read(err_pipe[0], report, sizeof report);
-    close(err_pipe[0]);
+    ssize_t got = read(fds[4], report, sizeof report);
+    close(fds[4]);
     if (got == (ssize_t)sizeof report) {
         waitpid(pid, NULL, 0);
-        close(out_pipe[0]);
+        close_all(read_fds, 2);
         batchfit__cgroup_destroy(&r->cg);
         if (report[0] == STAGE_CGROUP)
             rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR,
@@ -728,23 +985,28 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         launch_free(&r->ctx->allocator, &l);
         return rc;
     }
-    fcntl(out_pipe[0], F_SETFL, fcntl(out_pipe[0], F_GETFL) | O_NONBLOCK);
+    for (int i = 0; i < 2; i++)
+        fcntl(read_fds[i], F_SETFL, fcntl(read_fds[i], F_GETFL) | O_NONBLOCK);
     output *o = batchfit__calloc(&r->ctx->allocator, 1, sizeof *o);
     if (!o) {
         kill(-pid, SIGKILL);
         waitpid(pid, NULL, 0);
         kill_everything(r, pid);
-        close(out_pipe[0]);
+        close_all(read_fds, 2);
         launch_free(&r->ctx->allocator, &l);
         return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY, "out of memory watching a trial");
     }
-    supervise(r, pid, out_pipe[0], o, &w);
-    close(out_pipe[0]);
+    supervise(r, pid, read_fds, o, &w);
+    close_all(read_fds, 2);
     trial->seconds = batchfit__now() - w.start;
     classify(r, &w, o, trial);
     kill_everything(r, pid);
     batchfit__free(&r->ctx->allocator, o);
     launch_free(&r->ctx->allocator, &l);
+    if (w.failed)
+        return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY,
+                              "out of memory watching the trial at batch size %llu",
+                              (unsigned long long)batch);
     if (w.interrupted)
         return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED,
                               "interrupted during the trial at batch size %llu",

@@ -280,20 +280,43 @@ int batchfit__template_check(const char *arg, int *has_placeholder, char *err, s
 size_t batchfit__template_expand(const char *arg, uint64_t batch, char *out, size_t out_len);
 
 /* proc.c: the kernel's accounting under /proc. */
-#define BATCHFIT__PIDSET_MAX 4096
-typedef struct batchfit__pidset {
+/* The process tree of a trial: the members found so far (sorted by pid,
+ * with start times against pid reuse; no fixed cap, they grow through the
+ * allocator) and the /proc walk's scratch space, kept between samples. */
+typedef struct batchfit__proc_member {
+    long pid;
+    unsigned long long start;
+} batchfit__proc_member;
+typedef struct batchfit__proc_entry batchfit__proc_entry;
+typedef struct batchfit__proc_tree {
+    const batchfit_allocator *allocator;
+    batchfit__proc_member *member;
     unsigned count;
-    long pid[BATCHFIT__PIDSET_MAX];
-    unsigned long long start[BATCHFIT__PIDSET_MAX]; /* start time, against pid reuse */
-} batchfit__pidset;
+    unsigned capacity;
+    batchfit__proc_entry *scan;
+    size_t scan_capacity;
+} batchfit__proc_tree;
+void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *a);
+/* Forgets the members, keeps the space (between trials). */
+void batchfit__proc_tree_clear(batchfit__proc_tree *t);
+void batchfit__proc_tree_free(batchfit__proc_tree *t);
 int batchfit__meminfo(uint64_t *total, uint64_t *available);
 int batchfit__self_rss(uint64_t *bytes);
 int batchfit__self_hwm(uint64_t *bytes);
 int batchfit__self_hwm_reset(void);
+/* A live process's high-water RSS (VmHWM) since its last exec: unlike
+ * ru_maxrss, it excludes the image forked from its parent before exec. */
+int batchfit__proc_hwm(long pid, uint64_t *bytes);
 /* Sums the RSS of root, its descendants, our own reparented orphans and
- * every process already in seen (which grows with what is found). */
-int batchfit__proc_tree_rss(long root, batchfit__pidset *seen, uint64_t *rss_bytes);
+ * every member already found, and adds the new ones. 0; -1 when /proc
+ * cannot be read; BATCHFIT_E_NO_MEMORY when the walk or the members cannot
+ * grow (the sum and the members so far are kept). */
+int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes);
 int batchfit__proc_alive(long pid, unsigned long long start);
+/* SIGKILLs and reaps every child of this process (as a child subreaper,
+ * the orphans of a trial are ours); returns how many. No allocation, so
+ * it cleans up after a watch that could not grow. */
+unsigned batchfit__proc_reap_children(void);
 
 /* cgroup.c: per-trial cgroups for child processes. */
 #define BATCHFIT__CGROUP_PATH_MAX 1024
@@ -307,10 +330,18 @@ int batchfit__cgroup_detect(batchfit__cgroup *cg);
 int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes);
 int batchfit__cgroup_join_self(const batchfit__cgroup *cg, const char *procs_file);
 int batchfit__cgroup_file(const batchfit__cgroup *cg, const char *name, char *out, size_t len);
-int batchfit__cgroup_usage(const batchfit__cgroup *cg, uint64_t *bytes);
+/* The trial's anonymous + shared memory from memory.stat (page cache is
+ * reclaimable: not counted); what the watchdog judges and the peak is
+ * sampled from. */
+int batchfit__cgroup_resident(const batchfit__cgroup *cg, uint64_t *bytes);
+/* The kernel's high-water mark of the whole charge, page cache included. */
 int batchfit__cgroup_peak(const batchfit__cgroup *cg, uint64_t *bytes);
 int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count);
 void batchfit__cgroup_destroy(batchfit__cgroup *cg);
+/* Removes the trial cgroups under cg->parent whose owner (the pid in their
+ * name) is gone, as a SIGKILLed batchfit leaves them, killing what still
+ * runs in them first. Returns how many. */
+unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg);
 
 /* parse.c: a plain decimal number with optional fraction, no sign. */
 int batchfit__parse_decimal(const char *text, double *out, const char **end);
@@ -347,8 +378,13 @@ typedef struct batchfit__runner_options {
     double kill_grace_seconds;
     uint64_t budget_bytes;       /* the watchdog's threshold; 0 = no watchdog */
     int watchdog;
-    int enforce;                 /* a hard cap of enforce_bytes (cgroup limit, else RLIMIT_AS) */
+    int enforce;                 /* a hard cap of enforce_bytes: the cgroup's limit, else the
+                                    group is stopped when its resident memory passes it */
     uint64_t enforce_bytes;
+    /* RLIMIT_AS at enforce_bytes in the child, with or without enforce: a cap
+     * on virtual memory (reservations, mappings, thread stacks count), far
+     * below what a framework's resident memory can reach. Only on request. */
+    int enforce_address_space;
     int crash_is_oom;
     double sample_interval;      /* seconds */
     const char *vram_limit_gb;   /* passed on as VRAM_LIMIT_GB when not NULL */
@@ -363,6 +399,13 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
 void batchfit__runner_free(batchfit__runner *runner);
 int batchfit__runner_has_placeholder(const batchfit__runner *runner);
 const char *batchfit__runner_mechanisms(const batchfit__runner *runner);
+/* How many times the last trial's watch loop woke up: a bound on it shows
+ * the loop waits rather than spins. */
+unsigned long batchfit__runner_wakeups(const batchfit__runner *runner);
+/* seconds as a timespec nanosleep accepts (tv_nsec below 1e9, never
+ * negative; at most a year). */
+struct timespec;
+void batchfit__timespec_from_seconds(double seconds, struct timespec *ts);
 /* Runs the command once at batch and classifies how it ended into *trial
  * (trial->process filled). BATCHFIT_OK, BATCHFIT_E_ABORTED on an interrupt
  * (the group is killed first), BATCHFIT_E_TRIAL_ERROR when the command

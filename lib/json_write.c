@@ -214,6 +214,8 @@ static void write_trial(writer *w, const batchfit_trial *t)
         u64_or_null(w, "device_free_drop_bytes", d->device_free_drop_known,
                     d->device_free_drop_bytes);
         string(w, "oom_signature", d->oom_signature[0] ? d->oom_signature : NULL);
+        u64_or_null(w, "watchdog_overshoot_bytes", d->watchdog_stopped,
+                    d->watchdog_overshoot_bytes);
     }
     number(w, "seconds", t->seconds);
     string(w, "reason", t->message[0] ? t->message : NULL);

@@ -43,6 +43,23 @@ static const oom_row builtin_rows[] = {
     {"C++ allocation failure", "std::bad_alloc",
      "terminate called after throwing an instance of 'std::bad_alloc'"},
     {"C library ENOMEM", "Cannot allocate memory", "mmap: Cannot allocate memory"},
+    /* Plain C and C-like trainers that check their allocations (llm.c's
+     * mallocCheck, ggml, Rust's default handler, git-style xmalloc). Each
+     * row names an allocation that failed, not memory in general, so log
+     * lines about memory use do not match (tests/test_oom.c has both). */
+    {"C allocation failure", "[Mm]emory allocation failed",
+     "Error: Memory allocation failed at train_gpt2.c:690"},
+    {"C allocation failure (failed to allocate)",
+     "[Ff]ailed to allocate ([0-9][0-9.,]* ?([KMGTkmgt]i?[Bb]|bytes?)|((host|device|CPU|GPU|"
+     "pinned) )?memory|(a |the )?buffer)",
+     "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 4294967296"},
+    {"C allocation failure (malloc failed)",
+     "(^|[^A-Za-z_])(malloc|calloc|realloc|aligned_alloc|posix_memalign)(\\(\\))? failed",
+     "fatal: malloc failed (tried to allocate 1073741824 bytes)"},
+    {"Rust allocation failure", "allocation of [0-9]+ bytes failed",
+     "memory allocation of 4294967296 bytes failed"},
+    {"out of host memory", "[Oo]ut of host memory|OUT_OF_HOST_MEMORY",
+     "Error: out of host memory while pinning the batch buffer"},
     {"out of memory (CUDA C programs, generic)", "[Oo]ut of memory",
      "[CUDA ERROR] train.cu:42: out of memory"},
 };

@@ -5,10 +5,14 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int batchfit__meminfo(uint64_t *total, uint64_t *available)
@@ -63,6 +67,13 @@ int batchfit__self_hwm(uint64_t *bytes)
     return status_kib("self", "VmHWM", bytes);
 }
 
+int batchfit__proc_hwm(long pid, uint64_t *bytes)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%ld", pid);
+    return status_kib(text, "VmHWM", bytes);
+}
+
 int batchfit__self_hwm_reset(void)
 {
     /* "5" resets the peak RSS (VmHWM) to the current RSS (Linux 4.0+). */
@@ -106,70 +117,204 @@ static int read_stat(const char *pid_text, long *ppid, unsigned long long *start
     return 0;
 }
 
-static int pidset_has(const batchfit__pidset *set, long pid, unsigned long long start)
+/* One process of a /proc walk. */
+struct batchfit__proc_entry {
+    long pid;
+    long ppid;
+    unsigned long long start;
+    long rss_pages;
+    int state; /* 0 undecided, 1 in the tree, 2 not */
+};
+
+void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *a)
 {
-    for (unsigned i = 0; i < set->count; i++)
-        if (set->pid[i] == pid && set->start[i] == start)
-            return 1;
+    memset(t, 0, sizeof *t);
+    t->allocator = a;
+}
+
+void batchfit__proc_tree_clear(batchfit__proc_tree *t)
+{
+    t->count = 0;
+}
+
+void batchfit__proc_tree_free(batchfit__proc_tree *t)
+{
+    batchfit__free(t->allocator, t->member);
+    batchfit__free(t->allocator, t->scan);
+    batchfit__proc_tree_init(t, t->allocator);
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+    const batchfit__proc_member *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const batchfit__proc_entry *x = a, *y = b;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Members [0, sorted) are sorted by pid and start time. */
+static int member_has(const batchfit__proc_tree *t, unsigned sorted, long pid,
+                      unsigned long long start)
+{
+    batchfit__proc_member key = {pid, start};
+    return sorted && bsearch(&key, t->member, sorted, sizeof key, member_cmp) != NULL;
+}
+
+static int member_add(batchfit__proc_tree *t, long pid, unsigned long long start)
+{
+    if (t->count == t->capacity) {
+        unsigned capacity = t->capacity ? t->capacity * 2 : 16;
+        batchfit__proc_member *grown =
+            batchfit__realloc(t->allocator, t->member, capacity * sizeof *grown);
+        if (!grown)
+            return BATCHFIT_E_NO_MEMORY;
+        t->member = grown;
+        t->capacity = capacity;
+    }
+    t->member[t->count].pid = pid;
+    t->member[t->count].start = start;
+    t->count++;
     return 0;
 }
 
-int batchfit__proc_tree_rss(long root, batchfit__pidset *seen, uint64_t *rss_bytes)
+/* Reads every process into the scratch space, growing it to fit: one
+ * allocation the first time (or when the host gains processes), none in
+ * the steady state. Returns the number read, or -1 / BATCHFIT_E_NO_MEMORY
+ * through *rc. */
+static size_t scan_proc(batchfit__proc_tree *t, int *rc)
+{
+    for (int attempt = 0; attempt < 4; attempt++) {
+        DIR *d = opendir("/proc");
+        if (!d) {
+            *rc = -1;
+            return 0;
+        }
+        size_t n = 0, seen = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!isdigit((unsigned char)e->d_name[0]))
+                continue;
+            seen++;
+            if (n == t->scan_capacity)
+                continue;
+            batchfit__proc_entry *x = &t->scan[n];
+            if (read_stat(e->d_name, &x->ppid, &x->start, &x->rss_pages) != 0)
+                continue;
+            x->pid = strtol(e->d_name, NULL, 10);
+            x->state = 0;
+            n++;
+        }
+        closedir(d);
+        if (seen <= t->scan_capacity) {
+            *rc = 0;
+            return n;
+        }
+        /* Room for the host to gain a third more processes before the
+         * next allocation. */
+        size_t capacity = seen + seen / 2 + 64;
+        batchfit__proc_entry *grown =
+            batchfit__realloc(t->allocator, t->scan, capacity * sizeof *grown);
+        if (!grown) {
+            *rc = BATCHFIT_E_NO_MEMORY;
+            return 0;
+        }
+        t->scan = grown;
+        t->scan_capacity = capacity;
+    }
+    *rc = BATCHFIT_E_NO_MEMORY; /* the host outgrew every attempt: treated as no room */
+    return 0;
+}
+
+static batchfit__proc_entry *scan_find(const batchfit__proc_tree *t, size_t n, long pid)
+{
+    batchfit__proc_entry key;
+    key.pid = pid;
+    return n ? bsearch(&key, t->scan, n, sizeof key, entry_cmp) : NULL;
+}
+
+/* Whether an undecided process descends from a member: follow its parent
+ * links to the first decided process (or one not found: not in the tree),
+ * then mark the path with the answer. A walk longer than the snapshot
+ * means the snapshot saw a pid reused mid-walk: not in the tree. */
+static int resolve(const batchfit__proc_tree *t, size_t n, batchfit__proc_entry *x)
+{
+    int answer = 2;
+    batchfit__proc_entry *p = x;
+    for (size_t steps = 0; p && steps <= n; steps++) {
+        if (p->state) {
+            answer = p->state;
+            break;
+        }
+        p = scan_find(t, n, p->ppid);
+    }
+    for (p = x; p && !p->state; p = scan_find(t, n, p->ppid))
+        p->state = answer;
+    return answer;
+}
+
+int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes)
 {
     /* Descendants are found by walking /proc and following parent links;
      * a process whose parent already died was reparented to us (we are a
      * child subreaper), so our own children count as part of the trial. */
     long self = (long)getpid();
-    long pids[BATCHFIT__PIDSET_MAX], ppids[BATCHFIT__PIDSET_MAX], rss[BATCHFIT__PIDSET_MAX];
-    unsigned long long starts[BATCHFIT__PIDSET_MAX];
-    unsigned n = 0;
-    DIR *d = opendir("/proc");
-    if (!d)
-        return -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n < BATCHFIT__PIDSET_MAX) {
-        if (!isdigit((unsigned char)e->d_name[0]))
-            continue;
-        if (read_stat(e->d_name, &ppids[n], &starts[n], &rss[n]) != 0)
-            continue;
-        pids[n] = strtol(e->d_name, NULL, 10);
-        n++;
-    }
-    closedir(d);
-    unsigned char in_tree[BATCHFIT__PIDSET_MAX] = {0};
-    for (unsigned i = 0; i < n; i++)
-        if (pids[i] == root || (ppids[i] == self && pids[i] != self) ||
-            pidset_has(seen, pids[i], starts[i]))
-            in_tree[i] = 1;
-    /* Close the set under "child of a member"; depth is small in practice. */
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (unsigned i = 0; i < n; i++) {
-            if (in_tree[i])
-                continue;
-            for (unsigned j = 0; j < n; j++) {
-                if (in_tree[j] && ppids[i] == pids[j]) {
-                    in_tree[i] = 1;
-                    changed = 1;
-                    break;
-                }
-            }
-        }
+    int rc = 0;
+    size_t n = scan_proc(t, &rc);
+    if (rc)
+        return rc;
+    if (n)
+        qsort(t->scan, n, sizeof *t->scan, entry_cmp);
+    unsigned sorted = t->count;
+    for (size_t i = 0; i < n; i++) {
+        batchfit__proc_entry *x = &t->scan[i];
+        if (x->pid == root || (x->ppid == self && x->pid != self) ||
+            member_has(t, sorted, x->pid, x->start))
+            x->state = 1;
     }
     uint64_t total = 0;
     long page = sysconf(_SC_PAGESIZE);
-    for (unsigned i = 0; i < n; i++) {
-        if (!in_tree[i])
+    for (size_t i = 0; i < n; i++) {
+        batchfit__proc_entry *x = &t->scan[i];
+        if (resolve(t, n, x) != 1)
             continue;
-        total += (uint64_t)rss[i] * (uint64_t)page;
-        if (!pidset_has(seen, pids[i], starts[i]) && seen->count < BATCHFIT__PIDSET_MAX) {
-            seen->pid[seen->count] = pids[i];
-            seen->start[seen->count] = starts[i];
-            seen->count++;
-        }
+        total += (uint64_t)x->rss_pages * (uint64_t)page;
+        if (!rc && !member_has(t, sorted, x->pid, x->start))
+            rc = member_add(t, x->pid, x->start);
     }
+    if (t->count)
+        qsort(t->member, t->count, sizeof *t->member, member_cmp);
     *rss_bytes = total;
-    return 0;
+    return rc;
+}
+
+unsigned batchfit__proc_reap_children(void)
+{
+    long self = (long)getpid();
+    unsigned killed = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long ppid, rss;
+        unsigned long long start;
+        if (!isdigit((unsigned char)e->d_name[0]) || read_stat(e->d_name, &ppid, &start, &rss) != 0 ||
+            ppid != self)
+            continue;
+        pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        killed++;
+    }
+    closedir(d);
+    return killed;
 }
 
 int batchfit__proc_alive(long pid, unsigned long long start)

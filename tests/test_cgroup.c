@@ -46,7 +46,7 @@ TEST(cgroup_accounts_caps_and_removes)
     ssize_t got = read(ready[0], &c, 1);
     close(ready[0]);
     uint64_t usage = 0, peak = 0, kills = 99;
-    int u = batchfit__cgroup_usage(cg, &usage);
+    int u = batchfit__cgroup_resident(cg, &usage);
     int pk = batchfit__cgroup_peak(cg, &peak);
     int k = batchfit__cgroup_oom_kills(cg, &kills);
     char path[BATCHFIT__CGROUP_PATH_MAX];

@@ -1,68 +1,11 @@
 #include "test.h"
+#include "child_helpers.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/time.h>
 #include <unistd.h>
-
-static const char *tool(void)
-{
-    static char path[1024];
-    snprintf(path, sizeof path, "%s/tests/childtool", test_build_dir());
-    return path;
-}
-
-/* Runs argv once at batch with the options' other settings. */
-static int trial(batchfit__runner_options *o, const char *const *argv, uint64_t batch,
-                 batchfit_trial *t)
-{
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit__runner *r = NULL;
-    o->argv = argv;
-    int rc = batchfit__runner_create(ctx, o, &r);
-    if (rc == BATCHFIT_OK)
-        rc = batchfit__runner_trial(r, batch, t);
-    batchfit__runner_free(r);
-    batchfit_ctx_free(ctx);
-    return rc;
-}
-
-static int alive(long pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
-/* Pids written to a file, one a line; returns how many, all must be dead. */
-static int live_pids(const char *path, int *count)
-{
-    FILE *f = fopen(path, "r");
-    int live = 0;
-    *count = 0;
-    long pid;
-    while (f && fscanf(f, "%ld", &pid) == 1) {
-        (*count)++;
-        live += alive(pid);
-    }
-    if (f)
-        fclose(f);
-    return live;
-}
-
-static void tmp_path(char *buf, size_t len, const char *what)
-{
-    snprintf(buf, len, "/tmp/batchfit-test-%ld-%s", (long)getpid(), what);
-    unlink(buf);
-}
 
 TEST(child_exit_zero_fits_with_a_measured_peak)
 {
@@ -300,16 +243,27 @@ TEST(child_enforce_caps_memory)
     o.enforce = 1;
     o.enforce_bytes = UINT64_C(64) << 20;
     batchfit_trial t;
-    
 
-    /* A program that checks its allocations reports the failure. */
+    /* Without a cgroup the cap is on resident memory: the group is stopped
+     * past it, with or without the watchdog. */
     o.cgroups = BATCHFIT_CGROUPS_OFF;
     const char *checked[] = {tool(), "alloc", "400", NULL};
     CHECK_EQ(trial(&o, checked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK(t.process.watchdog_stopped);
+    CHECK_CONTAINS(t.message, "stopped at the --enforce cap");
+    CHECK(t.peak_known && t.peak_bytes > o.enforce_bytes);
+    CHECK_EQ(t.process.watchdog_overshoot_bytes, t.peak_bytes - o.enforce_bytes);
+
+    /* Under the virtual-memory cap, asked for by name, a program that checks
+     * its allocations reports the failure... */
+    o.enforce = 0;
+    o.enforce_address_space = 1;
+    CHECK_EQ(trial(&o, checked, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.message, "out of memory");
 
-    /* One that does not crashes near the cap: an error that says so... */
+    /* ...one that does not crashes near the cap: an error that says so... */
     const char *unchecked[] = {tool(), "unchecked", "400", NULL};
     CHECK_EQ(trial(&o, unchecked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
@@ -325,6 +279,8 @@ TEST(child_enforce_caps_memory)
     /* Under a cgroup limit the kernel kills it. */
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit__runner *r = NULL;
+    o.enforce = 1;
+    o.enforce_address_space = 0;
     o.cgroups = BATCHFIT_CGROUPS_AUTO;
     o.argv = checked;
     CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);

@@ -42,23 +42,27 @@ TEST(proc_tree_rss_counts_descendants)
     CHECK_EQ(read(ready[0], buf, 1), 1);
     CHECK_EQ(read(ready[0], buf + 1, 1), 1);
     close(ready[0]);
-    batchfit__pidset *seen = calloc(1, sizeof *seen);
+    test_alloc_state st = {0, -1, 0, 0};
+    batchfit_allocator a = test_allocator(&st);
+    batchfit__proc_tree tree;
+    batchfit__proc_tree_init(&tree, &a);
     uint64_t rss = 0;
-    int rc = batchfit__proc_tree_rss(child, seen, &rss);
-    unsigned found = seen->count;
+    int rc = batchfit__proc_tree_rss(&tree, child, &rss);
+    unsigned found = tree.count;
     unsigned long long start = 0;
-    for (unsigned i = 0; i < seen->count; i++)
-        if (seen->pid[i] == child)
-            start = seen->start[i];
+    for (unsigned i = 0; i < tree.count; i++)
+        if (tree.member[i].pid == child)
+            start = tree.member[i].start;
     int alive_before = batchfit__proc_alive(child, start);
     kill(-child, SIGKILL);
-    for (unsigned i = 0; i < seen->count; i++)
-        kill((pid_t)seen->pid[i], SIGKILL);
+    for (unsigned i = 0; i < tree.count; i++)
+        kill((pid_t)tree.member[i].pid, SIGKILL);
     waitpid(child, NULL, 0);
-    free(seen);
+    batchfit__proc_tree_free(&tree);
     CHECK_EQ(rc, 0);
     CHECK(rss >= (UINT64_C(80) << 20));
     CHECK(found >= 2);
     CHECK(alive_before);
     CHECK(!batchfit__proc_alive(child, start));
+    CHECK_EQ(st.outstanding, 0);
 }

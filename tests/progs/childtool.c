@@ -8,13 +8,28 @@
  *   grandchildren N PIDFILE      fork N sleeping grandchildren (half in new sessions),
  *                                write their pids, exit 0
  *   flood MIB                    write MIB MiB of text to stdout, exit 0
- *   alloc MIB                    allocate and touch MIB MiB, hold it 100 ms, exit 0
+ *   alloc MIB [kill]             allocate and touch MIB MiB, hold it 100 ms, exit 0 (or
+ *                                die by SIGKILL)
  *   grow PER_SAMPLE_KIB [FIXED_KIB]  allocate FIXED + batch * PER_SAMPLE (batch from
  *                                BATCHFIT_BATCH_SIZE), print "out of memory" if malloc fails
  *   unchecked MIB                allocate 1 MiB blocks without checking, writing each
  *   touch FILE                   create FILE, exit 0
  *   env NAME                     print NAME=value of an environment variable, exit 0
  *   args ...                     print each argument on its own line, exit 0
+ *   sleepers N                   fork N children that wait, print "ready", read stdin
+ *                                to its end, then kill and reap them and exit 0
+ *   reserve MIB TOUCH_MIB        map MIB MiB of address space, touch TOUCH_MIB MiB of it,
+ *                                hold it 100 ms, exit 0 ("out of memory" if the map fails)
+ *   stream FILE MIB              write MIB MiB to FILE, sync it, drop it from the page cache,
+ *                                read it back and remove it, exit 0 (page cache, tiny RSS)
+ *   orphan-notify FD             fork a grandchild in a new session, write "PID GRANDCHILD"
+ *                                to FD, then sleep until killed (the grandchild too)
+ *   mixed N                      print N progress lines to stdout (flushed at exit, as a
+ *                                pipe's buffer is), then the cause of failure on stderr;
+ *                                exit 1
+ *   quiet MS                     close stdin, stdout and stderr, sleep MS ms, exit 0
+ *   long COUNT TEXT [N]          print COUNT 'x' then TEXT on one line to stderr, exit N
+ *                                (default 1)
  *   gpu-grow PER_SAMPLE_MIB [FIXED_MIB]  allocate FIXED + batch * PER_SAMPLE on CUDA device 0
  *                                through the driver API (BATCHFIT_CUDA_LIBRARY or
  *                                libcuda.so.1), hold it 150 ms, free it; a failed
@@ -25,6 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,6 +181,8 @@ int main(int argc, char **argv)
             return 1;
         }
         sleep_ms(100);
+        if (argc > 3 && strcmp(argv[3], "kill") == 0)
+            raise(SIGKILL);
         free(p);
         return 0;
     }
@@ -202,6 +222,102 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "gpu-grow") == 0 && argc > 2)
         return gpu_grow(atol(argv[2]), argc > 3 ? atol(argv[3]) : 0);
+    if (strcmp(mode, "sleepers") == 0 && argc > 2) {
+        long n = atol(argv[2]);
+        pid_t *pids = calloc((size_t)n, sizeof *pids);
+        long made = 0;
+        while (pids && made < n) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                for (;;)
+                    pause();
+            }
+            if (pid < 0)
+                break;
+            pids[made++] = pid;
+        }
+        printf("%s %ld\n", made == n ? "ready" : "short", made);
+        fflush(stdout);
+        char buf[64];
+        while (read(0, buf, sizeof buf) > 0)
+            ;
+        for (long i = 0; i < made; i++)
+            kill(pids[i], SIGKILL);
+        for (long i = 0; i < made; i++)
+            waitpid(pids[i], NULL, 0);
+        free(pids);
+        return made == n ? 0 : 1;
+    }
+    if (strcmp(mode, "reserve") == 0 && argc > 3) {
+        size_t bytes = (size_t)atol(argv[2]) << 20, touch = (size_t)atol(argv[3]) << 20;
+        char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (p == MAP_FAILED) {
+            fprintf(stderr, "childtool: out of memory reserving %zu bytes\n", bytes);
+            return 1;
+        }
+        volatile char *v = p;
+        for (size_t i = 0; i < touch && i < bytes; i += 4096)
+            v[i] = 1;
+        sleep_ms(100);
+        munmap(p, bytes);
+        return 0;
+    }
+    if (strcmp(mode, "stream") == 0 && argc > 3) {
+        static char block[1 << 16];
+        long blocks = atol(argv[3]) * 16;
+        int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0)
+            return 3;
+        memset(block, 'x', sizeof block);
+        for (long i = 0; i < blocks; i++)
+            if (write(fd, block, sizeof block) != (ssize_t)sizeof block)
+                return 3;
+        /* Clean pages can be dropped: reading them back charges the cold
+         * cache to this process again, as a first import does. */
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        lseek(fd, 0, SEEK_SET);
+        while (read(fd, block, sizeof block) > 0)
+            ;
+        close(fd);
+        unlink(argv[2]);
+        return 0;
+    }
+    if (strcmp(mode, "orphan-notify") == 0 && argc > 2) {
+        int fd = atoi(argv[2]);
+        pid_t grandchild = fork();
+        if (grandchild == 0) {
+            close(fd);
+            setsid();
+            for (;;)
+                pause();
+        }
+        dprintf(fd, "%ld %ld\n", (long)getpid(), (long)grandchild);
+        close(fd);
+        for (;;)
+            pause();
+    }
+    if (strcmp(mode, "mixed") == 0 && argc > 2) {
+        for (long i = 0; i < atol(argv[2]); i++)
+            printf("progress line %ld: loss 0.%08ld, with enough words to make a long line of "
+                   "output\n", i, i);
+        fprintf(stderr, "Traceback (most recent call last):\nValueError: the real cause\n");
+        return 1;
+    }
+    if (strcmp(mode, "quiet") == 0 && argc > 2) {
+        close(0);
+        close(1);
+        close(2);
+        sleep_ms(atol(argv[2]));
+        return 0;
+    }
+    if (strcmp(mode, "long") == 0 && argc > 3) {
+        for (long i = atol(argv[2]); i > 0; i--)
+            fputc('x', stderr);
+        fprintf(stderr, "%s\n", argv[3]);
+        return argc > 4 ? atoi(argv[4]) : 1;
+    }
     if (strcmp(mode, "args") == 0) {
         for (int i = 2; i < argc; i++)
             printf("arg: %s\n", argv[i]);

@@ -1,0 +1,439 @@
+/* Regression tests for the faults of issue #11 in child trials: each runs a
+ * real child process under real kernel accounting and fails on the code
+ * before its fix. */
+#include "test.h"
+#include "child_helpers.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+/* #12: an OOM signature is found wherever a long line's 4095-byte window
+ * boundary falls inside it, on either side. */
+TEST(child_oom_signature_split_at_the_line_window_is_found)
+{
+    /* A signature only one row matches, and only whole. */
+    static const char signature[] = "CUBLAS_STATUS_ALLOC_FAILED";
+    const long boundary = 4095;
+    const long len = (long)sizeof signature - 1;
+    for (long prefix = boundary - len + 1; prefix < boundary; prefix += 3) {
+        char count[32];
+        snprintf(count, sizeof count, "%ld", prefix);
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
+        o.cgroups = BATCHFIT_CGROUPS_OFF;
+        const char *argv[] = {tool(), "long", count, signature, "1", NULL};
+        batchfit_trial t;
+        CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+        CHECK_EQ(t.outcome, BATCHFIT_OOM);
+        CHECK_STR(t.process.oom_signature, "cuBLAS");
+    }
+    /* Far into a very long line too, and the tail keeps one entry for it. */
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {tool(), "long", "20000", signature, "1", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK(strchr(t.process.tail, '\n') == strrchr(t.process.tail, '\n'));
+}
+
+/* #13: an interval of a second or more is a valid timespec... */
+TEST(child_sleep_interval_is_a_valid_timespec)
+{
+    static const double seconds[] = {0.0, -1.0, 1e-9, 0.02, 0.999999999, 1.0, 1.5, 2.0, 1000.0,
+                                     1e30};
+    for (size_t i = 0; i < sizeof seconds / sizeof seconds[0]; i++) {
+        struct timespec ts;
+        batchfit__timespec_from_seconds(seconds[i], &ts);
+        CHECK(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+        CHECK(ts.tv_sec >= 0);
+    }
+    struct timespec ts;
+    batchfit__timespec_from_seconds(1.5, &ts);
+    CHECK_EQ(ts.tv_sec, 1);
+    CHECK_EQ(ts.tv_nsec, 500000000L);
+    batchfit__timespec_from_seconds(0.02, &ts);
+    CHECK_EQ(ts.tv_sec, 0);
+    CHECK_NEAR(ts.tv_nsec, 20000000L, 1);
+}
+
+/* ...and the watch loop of a child that closed its output waits between
+ * samples rather than spinning: a 1.2 s trial sampled every second wakes
+ * a handful of times (the spinning loop woke millions of times). */
+TEST(child_long_sample_interval_does_not_spin)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.sample_interval = 1.0;
+    const char *argv[] = {tool(), "quiet", "1200", NULL};
+    o.argv = argv;
+    batchfit__runner *r = NULL;
+    batchfit_trial t;
+    CHECK_EQ(batchfit__runner_create(ctx, &o, &r), BATCHFIT_OK);
+    CHECK_EQ(batchfit__runner_trial(r, 1, &t), BATCHFIT_OK);
+    unsigned long wakeups = batchfit__runner_wakeups(r);
+    batchfit__runner_free(r);
+    batchfit_ctx_free(ctx);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(wakeups >= 2);
+    CHECK(wakeups <= 10);
+}
+
+/* Starts `childtool sleepers n` outside our process tree (our children
+ * count as a trial's orphans): a double fork with the subreaper flag off,
+ * so the spawner is reparented above us. Returns the pipe whose closing
+ * ends it, or -1; *out_fd is where it says "ready" and, at its end, EOF. */
+static int sleepers_start(long n, int *out_fd)
+{
+    int in[2], out[2];
+    if (pipe(in) != 0)
+        return -1;
+    if (pipe(out) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    /* Only the spawner gets them, as its stdin and stdout. */
+    for (int i = 0; i < 2; i++) {
+        fcntl(in[i], F_SETFD, FD_CLOEXEC);
+        fcntl(out[i], F_SETFD, FD_CLOEXEC);
+    }
+    int was_subreaper = 0;
+    prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0, 0, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    pid_t middle = fork();
+    if (middle == 0) {
+        if (fork() == 0) {
+            char count[32];
+            snprintf(count, sizeof count, "%ld", n);
+            dup2(in[0], 0);
+            dup2(out[1], 1);
+            execl(tool(), tool(), "sleepers", count, (char *)NULL);
+            _exit(127);
+        }
+        _exit(0);
+    }
+    if (middle > 0)
+        waitpid(middle, NULL, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, was_subreaper, 0, 0, 0);
+    close(in[0]);
+    close(out[1]);
+    *out_fd = out[0];
+    return in[1];
+}
+
+/* #11: with more than 4096 other processes on the host (the old walk's
+ * cap), the watchdog without a cgroup still sees the trial and its
+ * daemonised grandchildren are still killed. */
+TEST(child_process_walk_has_no_fixed_cap)
+{
+    int out_fd = -1;
+    int stop_fd = sleepers_start(4150, &out_fd);
+    CHECK(stop_fd >= 0);
+    char ready[64] = "";
+    ssize_t got = read(out_fd, ready, sizeof ready - 1);
+    ready[got > 0 ? got : 0] = '\0';
+    char pidfile[256];
+    tmp_path(pidfile, sizeof pidfile, "crowded");
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.budget_bytes = UINT64_C(50) << 20;
+    const char *grow[] = {tool(), "alloc", "400", NULL};
+    batchfit_trial stopped, daemons;
+    int rc_stopped = trial(&o, grow, 1, &stopped);
+    const char *fork4[] = {tool(), "grandchildren", "4", pidfile, NULL};
+    o.budget_bytes = 0;
+    int rc_daemons = trial(&o, fork4, 1, &daemons);
+    int count = 0, live = live_pids(pidfile, &count);
+    unlink(pidfile);
+    /* Closing the pipe ends the sleepers; EOF says they are gone. */
+    close(stop_fd);
+    char drain[64];
+    while (read(out_fd, drain, sizeof drain) > 0)
+        ;
+    close(out_fd);
+    CHECK_CONTAINS(ready, "ready 4150");
+    CHECK_EQ(rc_stopped, BATCHFIT_OK);
+    CHECK_EQ(stopped.outcome, BATCHFIT_OOM);
+    CHECK(stopped.process.watchdog_stopped);
+    CHECK_EQ(rc_daemons, BATCHFIT_OK);
+    CHECK_EQ(count, 4);
+    CHECK_EQ(live, 0);
+}
+
+/* Whether trials get a cgroup here, and with --enforce a cgroup cap. */
+static int have_cgroup_cap(void)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {tool(), "exit", "0", NULL};
+    o.argv = argv;
+    o.enforce = 1;
+    batchfit__runner *r = NULL;
+    int yes = batchfit__runner_create(ctx, &o, &r) == BATCHFIT_OK &&
+              strstr(batchfit__runner_mechanisms(r), "hard cap: cgroup") != NULL;
+    batchfit__runner_free(r);
+    batchfit_ctx_free(ctx);
+    return yes;
+}
+
+/* #4: a trial that streams a file three times the budget through the page
+ * cache, holding a few MiB itself, fits: page cache is not trial memory,
+ * for the watchdog, the peak and the cgroup cap alike. */
+TEST(child_page_cache_is_not_trial_memory)
+{
+    char file[1024];
+    snprintf(file, sizeof file, "%s/tests/stream-%ld.tmp", test_build_dir(), (long)getpid());
+    for (int enforce = 0; enforce < 2; enforce++) {
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
+        o.budget_bytes = UINT64_C(64) << 20;
+        o.enforce = enforce;
+        o.enforce_bytes = o.budget_bytes;
+        const char *argv[] = {tool(), "stream", file, "192", NULL};
+        batchfit_trial t;
+        CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+        CHECK_STR(t.message, "");
+        CHECK_EQ(t.outcome, BATCHFIT_FITS);
+        CHECK(!t.process.watchdog_stopped);
+        CHECK(t.peak_known);
+        CHECK(t.peak_bytes < (UINT64_C(32) << 20));
+        if (have_cgroup_cap())
+            CHECK_CONTAINS(t.process.peak_source, "shmem sampling");
+    }
+    unlink(file);
+}
+
+/* #5: a wrapper whose trainer the kernel kills at the cgroup's limit exits
+ * 137 itself, without dying by a signal: still out of memory, and the need
+ * is known to exceed the cap. */
+TEST(child_oom_kill_under_a_wrapper_is_out_of_memory)
+{
+    if (!have_cgroup_cap())
+        return;
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.watchdog = 0;
+    o.enforce = 1;
+    o.enforce_bytes = UINT64_C(64) << 20;
+    const char *argv[] = {"/bin/sh", "-c", "\"$0\" alloc 400; exit $?", tool(), NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.process.exited, 1);
+    CHECK_EQ(t.process.exit_code, 137);
+    CHECK(t.process.oom_killed);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_CONTAINS(t.message, "at the cgroup's memory limit of 64.00 MiB");
+    CHECK_CONTAINS(t.message, "exited with status 137");
+    CHECK(t.peak_known);
+    CHECK(t.peak_bytes >= o.enforce_bytes);
+}
+
+/* #18: --enforce without a cgroup caps resident memory, not address space:
+ * a trial that reserves 1 GiB and touches 16 MiB fits under a 64 MiB cap,
+ * and fails only under the virtual-memory cap asked for by name. */
+TEST(child_enforce_without_cgroup_caps_resident_memory)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.watchdog = 0;
+    o.enforce = 1;
+    o.enforce_bytes = UINT64_C(64) << 20;
+    const char *argv[] = {tool(), "reserve", "1024", "16", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_STR(t.message, "");
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.peak_bytes >= (UINT64_C(16) << 20) && t.peak_bytes < o.enforce_bytes);
+    o.enforce_address_space = 1;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_CONTAINS(t.process.tail, "out of memory reserving");
+}
+
+/* The death signal of a process that is our child: the test sends SIGTERM
+ * first, which a process already dying of SIGKILL drops, so the answer is
+ * SIGKILL only if something else killed it, and the wait never hangs. */
+static int death_signal(pid_t pid)
+{
+    int status = 0;
+    kill(pid, SIGTERM);
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+/* The directory of a trial cgroup owned by pid, under parent; "" if none. */
+static void owned_cgroup(const char *parent, long pid, char *out, size_t len)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "batchfit-%ld-", pid);
+    out[0] = '\0';
+    DIR *d = opendir(parent);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
+            snprintf(out, len, "%s/%.64s", parent, e->d_name) >= (int)len)
+            out[0] = '\0';
+    if (d)
+        closedir(d);
+}
+
+/* #3: when batchfit is SIGKILLed mid-trial, the trial dies with it (a
+ * parent-death signal), and the next run removes the trial cgroup left
+ * behind, killing what still runs in it (here a grandchild in its own
+ * session). */
+TEST(child_dies_with_batchfit_and_the_next_run_sweeps_its_cgroup)
+{
+    int was_subreaper = 0;
+    prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0, 0, 0);
+    /* Orphans of the killed stand-in come to us, so we can wait for them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    int notify[2];
+    CHECK_EQ(pipe(notify), 0);
+    pid_t standin = fork();
+    if (standin == 0) {
+        close(notify[0]);
+        char fd[16];
+        snprintf(fd, sizeof fd, "%d", notify[1]);
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
+        const char *argv[] = {tool(), "orphan-notify", fd, NULL};
+        batchfit_trial t;
+        trial(&o, argv, 1, &t);
+        _exit(0);
+    }
+    close(notify[1]);
+    char line[64] = "";
+    ssize_t got = read(notify[0], line, sizeof line - 1);
+    close(notify[0]);
+    line[got > 0 ? got : 0] = '\0';
+    long trial_pid = 0, grandchild = 0;
+    int parsed = sscanf(line, "%ld %ld", &trial_pid, &grandchild) == 2;
+    batchfit__cgroup *cg = calloc(1, sizeof *cg);
+    char stale[BATCHFIT__CGROUP_PATH_MAX] = "";
+    int have_cgroup = cg && batchfit__cgroup_detect(cg) == 0;
+    kill(standin, SIGKILL);
+    waitpid(standin, NULL, 0);
+    int trial_signal = parsed ? death_signal((pid_t)trial_pid) : -1;
+    if (have_cgroup)
+        owned_cgroup(cg->parent, (long)standin, stale, sizeof stale);
+    /* The next run: creating a runner sweeps. */
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {tool(), "exit", "0", NULL};
+    o.argv = argv;
+    batchfit__runner *r = NULL;
+    int rc = batchfit__runner_create(ctx, &o, &r);
+    batchfit__runner_free(r);
+    batchfit_ctx_free(ctx);
+    struct stat st;
+    int stale_left = stale[0] && stat(stale, &st) == 0;
+    int grandchild_signal = parsed ? death_signal((pid_t)grandchild) : -1;
+    prctl(PR_SET_CHILD_SUBREAPER, was_subreaper, 0, 0, 0);
+    free(cg);
+    CHECK(parsed);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK_EQ(trial_signal, SIGKILL);
+    if (have_cgroup) {
+        CHECK(stale[0] != '\0');
+        CHECK(!stale_left);
+        CHECK_EQ(grandchild_signal, SIGKILL);
+    }
+}
+
+/* #19: the excerpt after a failure has both streams: the cause on stderr
+ * is not pushed out by stdout's buffer flushed at exit, and comes first
+ * when the two were read together. */
+TEST(child_tail_shows_stderr_beside_flushed_stdout)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {tool(), "mixed", "30", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_ERROR);
+    const char *cause = strstr(t.process.tail, "ValueError: the real cause\n");
+    const char *last = strstr(t.process.tail, "progress line 29:");
+    CHECK(cause != NULL);
+    CHECK(last != NULL);
+    CHECK(cause < last);
+    CHECK_CONTAINS(t.process.tail, "Traceback (most recent call last):\n");
+    CHECK(strlen(t.process.tail) < sizeof t.process.tail);
+}
+
+/* #19: a trial killed outright says what it was seen to hold, and one the
+ * watchdog stopped records how far past the budget its last sample was. */
+TEST(child_killed_trial_reports_what_is_known)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {tool(), "alloc", "48", "kill", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_EQ(t.process.signal, SIGKILL);
+    CHECK(t.peak_known);
+    CHECK(t.peak_bytes >= (UINT64_C(48) << 20));
+    CHECK_EQ(t.process.watchdog_overshoot_bytes, 0);
+
+    o.budget_bytes = UINT64_C(32) << 20;
+    const char *grow[] = {tool(), "alloc", "400", NULL};
+    CHECK_EQ(trial(&o, grow, 1, &t), BATCHFIT_OK);
+    CHECK(t.process.watchdog_stopped);
+    CHECK(t.process.watchdog_overshoot_bytes > 0);
+    CHECK_EQ(t.process.watchdog_overshoot_bytes, t.peak_bytes - o.budget_bytes);
+}
+
+/* #19: the overshoot of a trial the watchdog stopped is in the JSON. */
+TEST(child_watchdog_overshoot_is_in_the_json)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *host = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.memory_budget_bytes = UINT64_C(48) << 20;
+    o.peak_spread = 0.0;
+    o.max_trials = 3;
+    batchfit_command_options c;
+    batchfit_command_options_init(&c);
+    /* 8 MiB fixed + 64 MiB per sample: every size past 0 passes the budget. */
+    const char *argv[] = {tool(), "grow", "65536", "8192", "{batch}", NULL};
+    c.argv = argv;
+    batchfit_result *r = NULL;
+    batchfit_probe_command(ctx, &o, host, &c, &r);
+    const char *json = NULL;
+    int stopped = 0;
+    for (size_t i = 0; r && i < r->trial_count; i++)
+        stopped += r->trials[i].process.watchdog_stopped;
+    int rc = r ? batchfit_result_json(ctx, r, &json) : -1;
+    char needle[96] = "";
+    if (stopped && r) {
+        for (size_t i = 0; i < r->trial_count; i++)
+            if (r->trials[i].process.watchdog_stopped)
+                snprintf(needle, sizeof needle, "\"watchdog_overshoot_bytes\": %llu",
+                         (unsigned long long)r->trials[i].process.watchdog_overshoot_bytes);
+    }
+    CHECK(r != NULL);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK(stopped > 0);
+    CHECK_CONTAINS(json, needle);
+    batchfit_result_free(r);
+    batchfit_device_free(host);
+    batchfit_ctx_free(ctx);
+}
