@@ -268,10 +268,12 @@ static int run(session *s)
             probe_print_agreement(s);
         else if (s->export.kind != EXPORT_STDOUT || !s->export.path)
             printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);
-        /* The answer is the output: if it could not be written, say so. */
-        if (fflush(stdout) != 0 || ferror(stdout)) {
+        /* The answer is the output: if it could not be written, say so;
+         * a reader that went away (EPIPE, as with | head) chose not to read. */
+        errno = 0;
+        if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE) {
             fprintf(stderr, "batchfit probe: cannot write the result to stdout: %s\n",
-                    strerror(errno));
+                    strerror(errno ? errno : EIO));
             exit_code = EXIT_EXPORT_FAILED;
         }
     }
