@@ -611,7 +611,8 @@ typedef struct batchfit_command_options {
     double kill_grace_seconds;   /* SIGTERM, then SIGKILL after this (default 2) */
     int watchdog;                /* stop a trial as soon as its memory passes the budget
                                     (default 1) */
-    int enforce;                 /* add a hard cap at the budget (cgroup limit, else RLIMIT_AS) */
+    int enforce;                 /* a hard cap at the budget: the cgroup's limit, else the
+                                    group is stopped when its resident memory passes it */
     int crash_is_oom;            /* count a crash under enforce near the cap as out of memory */
     double sample_interval;      /* seconds between memory samples (default 0.02) */
     int show_output;             /* copy the child's output to our stderr */
@@ -623,6 +624,10 @@ typedef struct batchfit_command_options {
     /* Passed on as VRAM_LIMIT_GB, the user's own text (NULL: written from
      * opts->vram_limit_bytes when a limit is set). */
     const char *vram_limit_text;
+    /* Also cap the child's virtual memory (RLIMIT_AS) at the budget. Only
+     * for programs whose address space stays close to their resident
+     * memory: frameworks reserve far more than they touch. */
+    int enforce_address_space;
 } batchfit_command_options;
 
 BATCHFIT_API void batchfit_command_options_init(batchfit_command_options *copts);

@@ -60,7 +60,7 @@ static const oom_row builtin_rows[] = {
      "memory allocation of 4294967296 bytes failed"},
     {"out of host memory", "[Oo]ut of host memory|OUT_OF_HOST_MEMORY",
      "Error: out of host memory while pinning the batch buffer"},
-    {"out of memory (CUDA C programs, generic)", "[Oo]ut of memory",
+    {"CUDA C programs, generic", "[Oo]ut of memory",
      "[CUDA ERROR] train.cu:42: out of memory"},
 };
 

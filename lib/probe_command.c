@@ -52,6 +52,7 @@ static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *
     ro.budget_bytes = result->budget.budget_bytes;
     ro.watchdog = co->watchdog;
     ro.enforce = co->enforce;
+    ro.enforce_address_space = co->enforce_address_space;
     ro.enforce_bytes = result->budget.budget_bytes;
     ro.crash_is_oom = co->crash_is_oom;
     ro.sample_interval = co->sample_interval;
@@ -103,9 +104,10 @@ static void command_end(trial_source *src)
 static void command_settings(batchfit__buf *b, const batchfit_command_options *co)
 {
     batchfit__buf_printf(b,
-                         "command timeout=%.17g watchdog=%d enforce=%d crash_is_oom=%d "
+                         "command timeout=%.17g watchdog=%d enforce=%d/%d crash_is_oom=%d "
                          "sample_interval=%.17g cgroups=%d vram_text=%s",
-                         co->timeout_seconds, co->watchdog, co->enforce, co->crash_is_oom,
+                         co->timeout_seconds, co->watchdog, co->enforce,
+                         co->enforce_address_space, co->crash_is_oom,
                          co->sample_interval, (int)co->cgroups,
                          co->vram_limit_text ? co->vram_limit_text : "");
     for (size_t i = 0; co->oom_patterns && co->oom_patterns[i]; i++)

@@ -234,7 +234,11 @@ static const option_def options[] = {
     {"--hyperparameters", "FILE", OPT_TEXT, AT(hyperparameters), 0, NULL,
      "read max_batch_size (never batch_size) from a JSON file"},
     {"--enforce", NULL, OPT_FLAG, AT(cmd.enforce), 1, NULL,
-     "add a hard memory cap per trial (cgroup limit, else RLIMIT_AS)"},
+     "add a hard memory cap per trial (the cgroup's limit, else the trial's group is stopped "
+     "when its resident memory passes the budget)"},
+    {"--enforce-address-space", NULL, OPT_FLAG, AT(cmd.enforce_address_space), 1, NULL,
+     "also cap each trial's virtual memory at the budget (RLIMIT_AS; frameworks reserve far "
+     "more address space than they use)"},
     {"--crash-is-oom", NULL, OPT_FLAG, AT(cmd.crash_is_oom), 1, NULL,
      "with --enforce, count a crash near the cap as out of memory"},
     {"--no-watchdog", NULL, OPT_FLAG, AT(cmd.watchdog), 0, NULL,

@@ -1334,3 +1334,17 @@ TEST(cli_review_export_and_signal_edges)
     unlink(path);
     rmdir(dir);
 }
+
+/* --enforce-address-space caps virtual memory by name (RLIMIT_AS): a child
+ * asking for more than the budget gets its allocation refused, which reads
+ * as out of memory; the mechanisms line says what is capped. */
+TEST(cli_enforce_address_space_is_asked_for_by_name)
+{
+    run r;
+    const char *args[] = {"probe", "--device", "host", "--memory-budget", "40MiB", "--margin", "0",
+                          "--min", "64", "--max", "64", "--no-watchdog", "--enforce-address-space",
+                          "--", tool(), "grow", "1024", NULL};
+    CHECK_EQ(cli(&r, args, NULL), 3);
+    CHECK_CONTAINS(r.err, "virtual-memory cap: RLIMIT_AS");
+    CHECK_CONTAINS(r.err, "out of memory (CUDA C programs, generic): childtool: out of memory");
+}
