@@ -52,6 +52,10 @@ typedef struct search {
     unsigned wasted;    /* rejections inside the bracket that did not halve it */
     unsigned creeps;    /* consecutive fits before any rejection that did not double lo */
     int64_t step;       /* how far (in lattice indices) the last of them moved lo */
+    int64_t lo_step;    /* inside the bracket: how far the last trial moved lo, if it did */
+    int64_t hi_step;    /* and hi; 0 when the last trial halved the bracket */
+    unsigned lo_streak; /* consecutive such moves of lo */
+    unsigned hi_streak; /* and of hi */
 } search;
 
 /* Decides whether a trial counts as fitting: it must have finished, and a
@@ -408,6 +412,140 @@ static int64_t propose_slope_unknown(const search *s, double top_x, double top_y
     return clamp_inside(s, index_floor_of(s, target));
 }
 
+/* The scatter the measurements show for certain: the largest disagreement
+ * of two runs of one size, and the largest fall from a smaller size to a
+ * larger one (peaks grow with the batch, so a fall is noise). Residuals
+ * about a line are not used: a workspace jump between the points makes them
+ * large on a program that has no scatter at all. */
+static double shown_scatter(const double *y, const double *low, unsigned n)
+{
+    double shown = 0.0;
+    for (unsigned i = 0; i < n; i++) {
+        if (y[i] - low[i] > shown)
+            shown = y[i] - low[i];
+        for (unsigned j = i + 1; j < n; j++)
+            if (y[i] - low[j] > shown)
+                shown = y[i] - low[j];
+    }
+    return shown;
+}
+
+/* The readings of rejected trials that said what they needed (a peak over
+ * the threshold, or what an out-of-memory trial reached at least), one per
+ * size (the highest), sorted by batch. */
+static unsigned collect_failures(const search *s, double *x, double *y)
+{
+    unsigned n = 0;
+    for (size_t t = 0; t < s->result->trial_count; t++) {
+        const batchfit_trial *tr = &s->result->trials[t];
+        if (tr->accepted || !tr->peak_known || tr->outcome == BATCHFIT_ERROR)
+            continue;
+        double bx = (double)tr->batch, py = (double)tr->peak_bytes;
+        unsigned k = 0;
+        while (k < n && x[k] < bx)
+            k++;
+        if (k < n && x[k] == bx) {
+            if (py > y[k])
+                y[k] = py;
+            continue;
+        }
+        if (n == MAX_POINTS)
+            continue;
+        memmove(&x[k + 1], &x[k], (n - k) * sizeof *x);
+        memmove(&y[k + 1], &y[k], (n - k) * sizeof *y);
+        x[k] = bx;
+        y[k] = py;
+        n++;
+    }
+    return n;
+}
+
+/* Inside a bracket whose ends both gave a reading: lo's peak (accepted) and
+ * hi's (a peak over the threshold, or what an out-of-memory trial needed at
+ * least). The threshold is crossed between them. The local slope is the
+ * flattest of the secants of the readings nearest the crossing: across the
+ * bracket, the two accepted sizes below it, the two rejected sizes above it
+ * (each only where its rise stands above a granule and the shown scatter).
+ * A workspace jump inside a pair only makes its secant steeper, so the
+ * flattest is the curve's own where any pair holds no jump. The estimate
+ * is taken along it from the end whose reading is nearer the threshold
+ * (fewer jumps can lie between): on a line that finds the crossing in two
+ * trials, the size there and its neighbour. Returns 1 when what is left of
+ * the bracket rises by less than the shown scatter (those sizes pass or
+ * fail by the draw; running them would only pick one draw), or, under a
+ * declared spread, when the local slope puts lo + 1 over the threshold by
+ * more than the noise lo's reading may hide. */
+static int propose_bracket(search *s, const double *x, const double *y, unsigned n,
+                           double shown, double granule, double band, int64_t *next)
+{
+    double xl = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+    double xh = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+    double xm = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi - 1);
+    double T = s->safe_budget;
+    int il = -1;
+    for (unsigned i = 0; i < n; i++)
+        if (x[i] == xl)
+            il = (int)i;
+    double yh = s->hi_need;
+    if (il < 0 || !(yh > y[il]) || !(xh > xl)) {
+        *next = propose_bisect(s);
+        return 0;
+    }
+    double yl = y[il];
+    double resolvable = granule + shown;
+    double flat = (yh - yl) / (xh - xl);
+    if (il > 0 && yl - y[il - 1] > resolvable) {
+        double below = (yl - y[il - 1]) / (xl - x[il - 1]);
+        if (below < flat)
+            flat = below;
+    }
+    double fx[MAX_POINTS], fy[MAX_POINTS];
+    unsigned m = collect_failures(s, fx, fy);
+    for (unsigned k = 0; k < m; k++)
+        if (fx[k] > xh) {
+            if (fy[k] - yh > resolvable) {
+                double above = (fy[k] - yh) / (fx[k] - xh);
+                if (above < flat)
+                    flat = above;
+            }
+            break;
+        }
+    if (shown > 0.0 && flat * (xm - xl) < shown)
+        return 1;
+    /* Under a declared spread: the flattest local slope puts lo + 1 over
+     * the threshold by more than the noise lo's reading may hide (the
+     * declared band until the data refute it) and a granule. */
+    double xn = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
+    if (s->spread > 0.0 && yl + flat * (xn - xl) - granule - band > T)
+        return 1;
+    double up = xl + (T - yl) / flat;
+    double down = xh - (yh - T) / flat;
+    /* The nearer end says more (fewer jumps can lie between); an estimate
+     * that falls outside the bracket is refuted by the other end's trial
+     * (a jump lies between it and the crossing): take the other one; when
+     * both are refuted the crossing sits on a jump, which only bisection
+     * finds. */
+    int64_t iu = index_floor_of(s, up), id = index_floor_of(s, down);
+    int u_ok = iu > s->lo && iu < s->hi, d_ok = id > s->lo && id < s->hi;
+    int64_t i;
+    if (!u_ok && !d_ok)
+        i = iu <= s->lo && id <= s->lo ? s->lo + 1
+            : iu >= s->hi && id >= s->hi ? s->hi - 1
+                                         : propose_bisect(s);
+    else if (u_ok && (!d_ok || T - yl < yh - T))
+        i = iu;
+    else
+        i = id;
+    /* A side that keeps moving by small steps is creeping toward a crossing
+     * the readings misplace: each step from it at least twice the last. */
+    if (s->lo_streak >= 2 && i < s->lo + 2 * s->lo_step)
+        i = s->lo + 2 * s->lo_step;
+    if (s->hi_streak >= 2 && i > s->hi - 2 * s->hi_step)
+        i = s->hi - 2 * s->hi_step;
+    *next = clamp_inside(s, i);
+    return 0;
+}
+
 /* The model strategy: fit the measured peaks, propose the largest lattice
  * point predicted to fit, verify it by running it. Returns 1 when the
  * bracket is settled by the fit (the next size is certified not to fit).
@@ -487,6 +625,27 @@ static int propose_model(search *s, int64_t *next)
      * Where the data show more scatter than declared, they win. */
     double prior = 0.5 * declared;
     int quiet = scatter_known && measured < 0.1 * prior;
+    /* A workspace jump between the points makes their residuals large on a
+     * program with no scatter at all; three neighbouring points with no jump
+     * between them still show the scatter. The quietest such triple (with
+     * the shown scatter: re-runs and falls) refutes the prior as well. */
+    if (!quiet && s->spread > 0.0 && n >= 3) {
+        double best = INFINITY;
+        for (unsigned i = 0; i + 2 < n; i++) {
+            batchfit_fit local;
+            batchfit__fit_line(x + i, y + i, 3, &local);
+            if (local.valid && local.max_residual_bytes < best)
+                best = local.max_residual_bytes;
+        }
+        double shown = shown_scatter(y, low, n);
+        if (shown > best)
+            best = shown;
+        if (best < 0.1 * prior) {
+            quiet = 1;
+            scatter_known = 1;
+            measured = best;
+        }
+    }
     double scatter = quiet ? measured : (measured > prior ? measured : prior);
     double noise = s->spread > 0.0 ? (quiet ? measured : (2.0 * measured > declared ? 2.0 * measured : declared)) : 0.0;
     /* A line explains the points when they stray from it by no more than
@@ -549,6 +708,16 @@ static int propose_model(search *s, int64_t *next)
          * is at most one step short of where a re-run decides. */
         if (predicted > s->aim - scatter)
             return 1;
+    }
+    if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
+        if (certifiable && slope > 0.0 && (lo_x == top_x || s->spread > 0.0) &&
+            top_y + slope * (next_x - top_x) - tolerance > s->safe_budget)
+            return 1;
+        if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
+            return 1;
+        int b = propose_bracket(s, x, y, n, shown_scatter(y, low, n), granule, noise, next);
+        if (b >= 0)
+            return b;
     }
     if (s->misses >= 2) {
         /* After repeated misses, bisect so the worst case stays bounded. */
@@ -751,7 +920,7 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
                                              : result->upper_bound));
             break;
         }
-        int64_t before_lo = s.lo, width_before = s.hi - s.lo;
+        int64_t before_lo = s.lo, before_hi = s.hi, width_before = s.hi - s.lo;
         rc = run_trial(&s, next);
         trials++;
         if (rc)
@@ -770,6 +939,15 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
          * slack (see MAX_WASTED). */
         if (s.bracketed && s.lo == before_lo && 2 * (s.hi - s.lo) > width_before)
             s.wasted++;
+        else if (s.bracketed && s.wasted >= MAX_WASTED && 2 * (s.hi - s.lo) <= width_before)
+            s.wasted = MAX_WASTED - 1;
+        if (s.bracketed) {
+            int halved = 2 * (s.hi - s.lo) <= width_before;
+            s.lo_step = s.lo > before_lo && !halved ? s.lo - before_lo : 0;
+            s.hi_step = s.hi < before_hi && !halved ? before_hi - s.hi : 0;
+            s.lo_streak = s.lo_step ? s.lo_streak + 1 : 0;
+            s.hi_streak = s.hi_step ? s.hi_streak + 1 : 0;
+        }
         s.bracketed = s.hi < (int64_t)s.lattice.count;
     }
 

@@ -1,6 +1,8 @@
 /* The benchmark's families that model real processes (bench/profiles.c),
  * on a subset of the cases make bench runs: what the model strategy holds
- * there today. make bench reports every family in full. */
+ * there today (issue 10's targets where they are reached; where not, the
+ * best reached, which the README's "Benchmarks" explains). make bench
+ * reports every family in full. */
 #include "test.h"
 
 #include "../bench/profiles.h"
@@ -20,9 +22,15 @@ static int compare_unsigned(const void *a, const void *b)
  * bisection's trials (an unbounded creep toward the boundary once ran
  * stale-cache and far-off-estimate cases to the 40-trial limit). Returns
  * the median trials and median OOM trials. */
-static void run_family(unsigned family, unsigned *trials_median, unsigned *oom_median)
+typedef struct family_figures {
+    unsigned trials_median, trials_p95, oom_median;
+    double ratio_mean; /* answer / bisection's on the same case */
+} family_figures;
+
+static void run_family(unsigned family, family_figures *f)
 {
     unsigned trials[CASES], ooms[CASES];
+    double ratio = 0.0;
     for (unsigned i = 0; i < CASES; i++) {
         bench_case c;
         bench_case_make(20261129, family, i, &c);
@@ -35,41 +43,57 @@ static void run_family(unsigned family, unsigned *trials_median, unsigned *oom_m
         CHECK(model.trials <= 2 * bisect.trials);
         trials[i] = model.trials;
         ooms[i] = model.ooms;
+        ratio += (double)model.answer / (double)bisect.answer;
     }
     qsort(trials, CASES, sizeof trials[0], compare_unsigned);
     qsort(ooms, CASES, sizeof ooms[0], compare_unsigned);
-    *trials_median = trials[CASES / 2];
-    *oom_median = ooms[CASES / 2];
+    f->trials_median = trials[CASES / 2];
+    f->trials_p95 = trials[CASES * 95 / 100 - 1];
+    f->oom_median = ooms[CASES / 2];
+    f->ratio_mean = ratio / CASES;
 }
 
-TEST(bench_families_deterministic_safe)
+/* The bracket phase finds the boundary bisection finds: on this subset the
+ * mean ratio is 0.993 (0.996 on make bench's 100 cases; the issue's 0.995),
+ * in a median of 5 trials (the issue's 4 is not reached, see the README). */
+TEST(bench_families_deterministic_close_to_bisection)
 {
-    unsigned trials, ooms;
-    run_family(BENCH_DETERMINISTIC, &trials, &ooms);
-    CHECK_EQ(ooms, 0);
+    family_figures f;
+    run_family(BENCH_DETERMINISTIC, &f);
+    CHECK_EQ(f.oom_median, 0);
+    CHECK(f.ratio_mean >= 0.99);
+    CHECK(f.trials_median <= 5);
+    CHECK(f.trials_p95 <= 8);
 }
 
 TEST(bench_families_replayed_pytorch_safe_without_oom)
 {
-    unsigned trials, ooms;
-    run_family(BENCH_REPLAYED, &trials, &ooms);
-    CHECK_EQ(ooms, 0);
+    family_figures f;
+    run_family(BENCH_REPLAYED, &f);
+    CHECK_EQ(f.oom_median, 0);
+    CHECK(f.ratio_mean >= 0.94);
+    CHECK(f.trials_median <= 5);
+    CHECK(f.trials_p95 <= 8);
 }
 
 TEST(bench_families_stale_cache_median_targets)
 {
-    unsigned trials, ooms;
-    run_family(BENCH_STALE_CACHE, &trials, &ooms);
-    CHECK(trials <= 4);
-    CHECK(ooms <= 1);
+    family_figures f;
+    run_family(BENCH_STALE_CACHE, &f);
+    CHECK(f.trials_median <= 4);
+    CHECK(f.oom_median <= 1);
+    CHECK(f.trials_p95 <= 8);
+    CHECK(f.ratio_mean >= 0.995);
 }
 
 TEST(bench_families_far_estimate_median_targets)
 {
-    unsigned trials, ooms;
-    run_family(BENCH_FAR_ESTIMATE, &trials, &ooms);
-    CHECK(trials <= 4);
-    CHECK(ooms <= 1);
+    family_figures f;
+    run_family(BENCH_FAR_ESTIMATE, &f);
+    CHECK(f.trials_median <= 4);
+    CHECK(f.oom_median <= 1);
+    CHECK(f.trials_p95 <= 8);
+    CHECK(f.ratio_mean >= 0.99);
 }
 
 /* The replay is the measured data: at a measured size the peak is one of
