@@ -211,7 +211,7 @@ test-run: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
 # the cache, so every run shows the search itself).
 DEMO_BUDGET ?= 58.05MiB
 demo: $(CLI) $(EXAMPLES)
-	$(CLI) probe --device host --memory-budget $(DEMO_BUDGET) --peak-spread 0% --no-cache \
+	$(CLI) probe --device host --memory-budget $(DEMO_BUDGET) --no-cache \
 	    -- $(BUILD)/examples/trainer --batch-size {batch} --steps 2
 
 $(BUILD)/libbatchfit.pc: libbatchfit.pc.in Makefile
