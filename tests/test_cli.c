@@ -1243,6 +1243,16 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     kill((pid_t)rank_pid, SIGKILL);
     finish(&r, o, e);
     CHECK(r.status != 0);
+    /* The killed rank's trial died with it (parent-death signal). */
+    int gone = 0;
+    for (int i = 0; i < 500 && !gone; i++) {
+        gone = kill((pid_t)child, 0) != 0;
+        if (!gone) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    CHECK(gone);
     unlink(pidfile);
 }
 
