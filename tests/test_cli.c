@@ -47,6 +47,26 @@ typedef struct run {
 
 static unsigned run_counter;
 
+/* The pid a trial wrote to path, once it has (polled for up to 10 s); 0 if
+ * it never did. */
+static long wait_for_pid(const char *path)
+{
+    for (int i = 0; i < 1000; i++) {
+        long pid = 0;
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &pid) != 1)
+                pid = 0;
+            fclose(f);
+        }
+        if (pid > 0)
+            return pid;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 /* Starts program with argv (NULL-terminated; argv[0] is the program) and
  * envs (NAME=VALUE strings, NULL-terminated; NULL for none). */
 static int start_program(run *r, const char *program, const char *const *argv,
@@ -522,19 +542,7 @@ static void interrupt_with(int sig)
     run r;
     int o, e;
     CHECK_EQ(start(&r, args, NULL, &o, &e), 0);
-    long child = 0;
-    for (int i = 0; i < 500 && !child; i++) {
-        FILE *f = fopen(pidfile, "r");
-        if (f) {
-            if (fscanf(f, "%ld", &child) != 1)
-                child = 0;
-            fclose(f);
-        }
-        if (!child) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    long child = wait_for_pid(pidfile);
     CHECK(child > 0);
     kill(r.pid, sig);
     finish(&r, o, e);
@@ -1213,19 +1221,7 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     const char *host[] = {"host", "host"};
     const char *hang[] = {"--memory-budget", "256MiB", "--", tool(), "hang", pidfile, NULL};
     CHECK_EQ(mpirun(&r, host, 2, hang, &o, &e), 0);
-    long child = 0;
-    for (int i = 0; i < 1000 && !child; i++) {
-        FILE *f = fopen(pidfile, "r");
-        if (f) {
-            if (fscanf(f, "%ld", &child) != 1)
-                child = 0;
-            fclose(f);
-        }
-        if (!child) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    long child = wait_for_pid(pidfile);
     CHECK(child > 0);
     /* The trial's parent is the batchfit rank. */
     char path[64], stat[512] = "";
@@ -1319,19 +1315,7 @@ TEST(cli_review_export_and_signal_edges)
     CHECK_EQ(start(&r, wait, NULL, &o, &e), 0);
     /* Stopped during the trial: the FIFO has no reader, and batchfit does
      * not wait for one once it has been told to stop. */
-    long child = 0;
-    for (int i = 0; i < 500 && !child; i++) {
-        FILE *f = fopen(marker, "r");
-        if (f) {
-            if (fscanf(f, "%ld", &child) != 1)
-                child = 0;
-            fclose(f);
-        }
-        if (!child) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    long child = wait_for_pid(marker);
     CHECK(child > 0);
     kill(r.pid, SIGTERM);
     finish(&r, o, e);
