@@ -563,6 +563,8 @@ typedef struct watch {
     uint64_t watchdog_limit; /* that threshold: the budget, or the --enforce cap */
     int watchdog_is_cap;     /* the cap, enforced by sampling where no cgroup is */
     int failed;             /* BATCHFIT_E_NO_MEMORY: the watch could not grow */
+    int host_oom_known;      /* the host's oom_kill count when the trial began */
+    uint64_t host_oom_start;
 } watch;
 
 /* The trial's memory on its GPU: what NVML says the processes of its tree
@@ -772,10 +774,15 @@ static void classify_oom_kill(const batchfit__runner *r, const watch *w, uint64_
         snprintf(trial->message, sizeof trial->message,
                  "the kernel killed %llu of its processes at the cgroup's memory limit of %s; "
                  "the command then %s", (unsigned long long)kills, limit, end);
-    else
+    else if (r->cg.path[0])
         snprintf(trial->message, sizeof trial->message,
                  "the kernel's out-of-memory killer killed %llu of its processes; the command "
                  "then %s", (unsigned long long)kills, end);
+    else
+        snprintf(trial->message, sizeof trial->message,
+                 "the out-of-memory killer killed %llu process%s on this host during the "
+                 "trial (no cgroup tells whose); the command then %s",
+                 (unsigned long long)kills, kills == 1 ? "" : "es", end);
 }
 
 static void classify_stopped(const batchfit__runner *r, const watch *w, batchfit_trial *trial)
@@ -831,6 +838,16 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     uint64_t kills = 0;
     if (r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0 && kills > 0)
         d->oom_killed = 1;
+    /* Without a cgroup only the host's count is there: a trial that ended
+     * badly while the out-of-memory killer killed on this host most likely
+     * lost one of its processes to it (a wrapper reports its own status). */
+    uint64_t host_now = 0;
+    int ended_badly = d->signal || (d->exited && d->exit_code != 0);
+    if (!r->cg.path[0] && ended_badly && w->host_oom_known &&
+        batchfit__vmstat_oom_kills(&host_now) == 0 && host_now > w->host_oom_start) {
+        d->oom_killed = 1;
+        kills = host_now - w->host_oom_start;
+    }
     batchfit__copy(d->oom_signature, sizeof d->oom_signature, o->oom_source);
     output_tail(o, d->tail, sizeof d->tail);
 
@@ -951,6 +968,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     watch w;
     memset(&w, 0, sizeof w);
     w.start = batchfit__now();
+    w.host_oom_known = batchfit__vmstat_oom_kills(&w.host_oom_start) == 0;
     if (batchfit__self_rss(&w.rss_at_fork) != 0)
         w.rss_at_fork = UINT64_MAX; /* unknown: ru_maxrss cannot be told from our copy */
     pid_t parent = getpid();

@@ -301,6 +301,8 @@ void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *
 void batchfit__proc_tree_clear(batchfit__proc_tree *t);
 void batchfit__proc_tree_free(batchfit__proc_tree *t);
 int batchfit__meminfo(uint64_t *total, uint64_t *available);
+/* The host's count of processes the out-of-memory killer killed (/proc/vmstat). */
+int batchfit__vmstat_oom_kills(uint64_t *count);
 int batchfit__self_rss(uint64_t *bytes);
 int batchfit__self_hwm(uint64_t *bytes);
 int batchfit__self_hwm_reset(void);

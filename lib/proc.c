@@ -36,6 +36,23 @@ int batchfit__meminfo(uint64_t *total, uint64_t *available)
     return have == 3 ? 0 : -1;
 }
 
+int batchfit__vmstat_oom_kills(uint64_t *count)
+{
+    FILE *f = fopen("/proc/vmstat", "re");
+    if (!f)
+        return -1;
+    char key[64];
+    unsigned long long value;
+    int found = 0;
+    while (!found && fscanf(f, "%63s %llu\n", key, &value) == 2)
+        if (strcmp(key, "oom_kill") == 0) {
+            *count = value;
+            found = 1;
+        }
+    fclose(f);
+    return found ? 0 : -1;
+}
+
 /* A "Key:   N kB" line of /proc/PID/status. */
 static int status_kib(const char *pid, const char *key, uint64_t *bytes)
 {

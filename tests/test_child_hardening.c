@@ -240,6 +240,38 @@ TEST(child_oom_kill_under_a_wrapper_is_out_of_memory)
     CHECK(t.peak_bytes >= o.enforce_bytes);
 }
 
+/* #5 without a trial cgroup: the trainer under a wrapper is OOM-killed in a
+ * memory cgroup of its own (as a container's limit would), the wrapper
+ * exits 137, and only the host's oom_kill count says why: out of memory,
+ * not a bug. */
+TEST(child_oom_kill_under_a_wrapper_without_a_trial_cgroup)
+{
+    if (!have_cgroup_cap())
+        return;
+    batchfit__cgroup cg;
+    memset(&cg, 0, sizeof cg);
+    CHECK_EQ(batchfit__cgroup_detect(&cg), 0);
+    CHECK_EQ(batchfit__cgroup_create(&cg, UINT64_C(64) << 20), 0);
+    char procs[BATCHFIT__CGROUP_PATH_MAX + 32], script[2 * BATCHFIT__CGROUP_PATH_MAX];
+    CHECK_EQ(batchfit__cgroup_file(&cg, "cgroup.procs", procs, sizeof procs), 0);
+    snprintf(script, sizeof script,
+             "sh -c 'echo $$ > %s && exec \"$0\" alloc 400' \"$0\"; exit $?", procs);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.watchdog = 0;
+    const char *argv[] = {"/bin/sh", "-c", script, tool(), NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    batchfit__cgroup_destroy(&cg);
+    CHECK_EQ(t.process.exited, 1);
+    CHECK_EQ(t.process.exit_code, 137);
+    CHECK(t.process.oom_killed);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_CONTAINS(t.message, "the out-of-memory killer killed");
+    CHECK_CONTAINS(t.message, "exited with status 137");
+}
+
 /* #18: --enforce without a cgroup caps resident memory, not address space:
  * a trial that reserves 1 GiB and touches 16 MiB fits under a 64 MiB cap,
  * and fails only under the virtual-memory cap asked for by name. */
