@@ -47,6 +47,21 @@ typedef struct run {
 
 static unsigned run_counter;
 
+/* Whether pid runs (exists and is not a zombie). */
+static int alive_not_zombie(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] && p[2] != 'Z' && p[2] != 'X';
+}
+
 /* The pid a trial wrote to path, once it has (polled for up to 10 s); 0 if
  * it never did. */
 static long wait_for_pid(const char *path)
@@ -1239,10 +1254,11 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     kill((pid_t)rank_pid, SIGKILL);
     finish(&r, o, e);
     CHECK(r.status != 0);
-    /* The killed rank's trial died with it (parent-death signal). */
+    /* The killed rank's trial died with it (parent-death signal): gone, or
+     * a zombie its new parent has yet to reap. */
     int gone = 0;
     for (int i = 0; i < 500 && !gone; i++) {
-        gone = kill((pid_t)child, 0) != 0;
+        gone = !alive_not_zombie(child);
         if (!gone) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
