@@ -269,7 +269,8 @@ static void render(plot *p, const batchfit_result *r)
                          batchfit_strategy_name(r->strategy) ? batchfit_strategy_name(r->strategy)
                                                              : "?");
     put_text(b, r->device_spec ? r->device_spec : "no device");
-    if (r->device.name[0]) {
+    if (r->device.name[0] && (!r->device_spec || strcmp(r->device.name, r->device_spec) != 0) &&
+        strcmp(r->device.name, r->device.kind) != 0) {
         batchfit__buf_append(b, " ", 1);
         put_text(b, r->device.name);
     }
@@ -288,10 +289,13 @@ static void render(plot *p, const batchfit_result *r)
                              py(p, (double)bud->budget_bytes) - py(p, (double)bud->usable_bytes));
         level(p, (double)bud->budget_bytes, "stroke=\"#c62828\" stroke-width=\"1.5\"", "budget");
         char margin[32], label[96];
-        batchfit_format_bytes((double)bud->margin_bytes, margin, sizeof margin);
-        snprintf(label, sizeof label, "usable (margin %s)", margin);
         level(p, (double)bud->usable_bytes,
-              "stroke=\"#c62828\" stroke-width=\"1\" stroke-dasharray=\"6 4\"", label);
+              "stroke=\"#c62828\" stroke-width=\"1\" stroke-dasharray=\"6 4\"", "usable");
+        batchfit_format_bytes((double)bud->margin_bytes, margin, sizeof margin);
+        snprintf(label, sizeof label, "margin %s held back (shaded)", margin);
+        legend(p, "<rect x=\"0\" y=\"-6\" width=\"20\" height=\"12\" fill=\"#c62828\" "
+                  "fill-opacity=\"0.08\"/>",
+               label);
     }
     if (bud->vram_limit_bytes) {
         if ((double)bud->vram_limit_bytes <= p->y_max) {

@@ -80,11 +80,14 @@ static int step_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *dev
     if (built != BATCHFIT_FITS)
         return batchfit__fail(ctx, BATCHFIT_E_TRIAL_ERROR, "building the step failed: %s",
                               msg[0] ? msg : "(no message)");
-    /* What the built step holds before any trial (weights, optimizer state)
-     * is the intercept of its memory curve. */
+    /* The memory in use once the step is built (weights, optimizer state),
+     * in the units of the trials' peaks: a device that measures the whole
+     * process (host: its RSS) counts everything the process held before
+     * the build too, so the curve's value at batch 0 is all of it, not
+     * only what build() added. */
     if (usage_known && ops->usage(device, &after) == BATCHFIT_OK && after >= before) {
         result->baseline_known = 1;
-        result->baseline_bytes = after - before;
+        result->baseline_bytes = after;
     }
     return BATCHFIT_OK;
 }

@@ -171,6 +171,9 @@ static int run(session *s)
         probe_print_failure(s);
     if (probe_export_json(s, 1) != 0 && exit_code == EXIT_FOUND)
         exit_code = EXIT_EXPORT_FAILED;
+    if (c->plot_path && s->result && plot_write(s->ctx, s->result, c->plot_path) != 0 &&
+        exit_code == EXIT_FOUND)
+        exit_code = EXIT_EXPORT_FAILED;
     if (code == BATCHFIT_OK) {
         probe_print_summary(s);
         if (s->export.kind != EXPORT_STDOUT || !s->export.path)

@@ -214,6 +214,8 @@ static const option_def options[] = {
      "copy every trial's output to stderr"},
     {"--export-json", "FILE", OPT_TEXT, AT(export_json), 0, NULL,
      "write the results as JSON, rewritten after every trial (- = stdout)"},
+    {"--plot", "FILE", OPT_TEXT, AT(plot_path), 0, NULL,
+     "draw the probe as an SVG picture at the end (- = stdout)"},
     {"--hyperparameters", "FILE", OPT_TEXT, AT(hyperparameters), 0, NULL,
      "read max_batch_size (never batch_size) from a JSON file"},
     {"--enforce", NULL, OPT_FLAG, AT(cmd.enforce), 1, NULL,
