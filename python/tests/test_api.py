@@ -424,3 +424,23 @@ def test_library_found_through_batchfit_library():
 
 def test_version_matches_the_package():
     assert batchfit.version() == batchfit.__version__
+
+
+def test_cli_estimate_model_state_alone():
+    cmd = [str(BUILD / "batchfit"), "estimate", "--params", "7.5B", "--precision", "mixed16",
+           "--optimizer", "adam"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "model state        111.76 GiB (16 bytes per parameter)" in proc.stdout
+    assert "activations        unknown" in proc.stdout
+    proc = subprocess.run([str(BUILD / "batchfit"), "estimate", "--params", "1B", "--optimizer",
+                           "adam", "--device-memory", "8GiB"], capture_output=True, text=True)
+    assert proc.returncode == 3 and "the model state alone does not fit" in proc.stdout
+
+
+def test_small_requested_maximum_warns_with_both_numbers():
+    result = probe(lambda: LinearStep(limit=10**12), max_batch_size=20, memory_budget="110MiB")
+    # 10 MiB + 20 MiB of a 110 MiB budget; (110 - 10) / 1 = 100 would fit
+    assert result.batch_size == 20
+    assert result.warnings == ["max_batch_size=20 uses 27% of the budget; about 100 would fit "
+                               "(by the fit, not measured)"]
