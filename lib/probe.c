@@ -196,6 +196,11 @@ static int warn_small_request(batchfit_ctx *ctx, batchfit_result *result)
     if (!result->requested_max || result->batch_size != result->requested_max || !f->valid ||
         !(f->bytes_per_sample > 0.0) || !b->known || b->budget_bytes == 0)
         return BATCHFIT_OK;
+    /* Only a rise the measurements can tell from their noise says how the
+     * memory grows; a flat curve would put "what fits" anywhere. */
+    double rise = f->bytes_per_sample * (double)(result->requested_max - result->min_batch);
+    if (!(rise > b->peak_spread * (double)b->budget_bytes + f->max_residual_bytes))
+        return BATCHFIT_OK;
     double used = f->intercept_bytes + f->bytes_per_sample * (double)result->requested_max;
     if (!(used < 0.5 * (double)b->budget_bytes))
         return BATCHFIT_OK;
