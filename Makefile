@@ -53,7 +53,8 @@ FAKE_LIBS := $(BUILD)/fake/libcuda.so.1 $(BUILD)/fake/libcuda-missing.so \
              $(BUILD)/fake/libnvidia-ml-missing.so
 TEST_PROGS := $(BUILD)/tests/childtool $(FAKE_LIBS)
 
-.PHONY: all lib cli test test-run deps demo install uninstall clean examples fuzz bench
+.PHONY: all lib cli test test-run test-python python deps demo install uninstall clean examples \
+        fuzz bench
 
 all: lib cli examples
 
@@ -122,7 +123,7 @@ $(BUILD)/fake/libnvidia-ml-missing.so: tests/fake/fake_nvml.c $(FAKE_GPU)
 PLAIN_LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/plain/lib/%.o)
 PLAIN_STATIC := $(BUILD)/plain/libbatchfit.a
 
-$(BUILD)/plain/lib/%.o: lib/%.c lib/internal.h lib/probe.h include/batchfit.h
+$(BUILD)/plain/lib/%.o: lib/%.c lib/internal.h lib/probe.h lib/json_tree.h include/batchfit.h
 	@mkdir -p $(@D)
 	$(CC) $(PLAIN_CFLAGS) -fvisibility=hidden -DBATCHFIT_BUILDING -c $< -o $@
 
@@ -134,7 +135,7 @@ $(BUILD)/examples/trainer: examples/trainer.c $(PLAIN_STATIC) include/batchfit.h
 	@mkdir -p $(@D)
 	$(CC) $(PLAIN_CFLAGS) -o $@ $< $(PLAIN_STATIC) $(LDFLAGS) $(LIBS)
 
-$(BUILD)/lib/%.o: lib/%.c lib/internal.h lib/probe.h include/batchfit.h
+$(BUILD)/lib/%.o: lib/%.c lib/internal.h lib/probe.h lib/json_tree.h include/batchfit.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -DBATCHFIT_BUILDING -c $< -o $@
 
@@ -196,16 +197,38 @@ $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \
 	    -o $@ tests/runner.c $(TEST_OBJ) $(STATIC) $(ALL_LDFLAGS) $(LIBS)
 
-# What the tests need from Debian (Open MPI for the --mpi tests), installed
-# only where missing; a no-op on a machine that has it all.
+# What the tests need from Debian, installed only where missing (a no-op on
+# a machine that has it all): Open MPI for the --mpi tests, python3-torch,
+# python3-pytest and xmllint for the Python package's tests.
 deps:
-	@sh scripts/install-deps.sh
+	@sh scripts/install-deps.sh --test
+
+# The Python package's tests (pytest) run first, so the C runner's closing
+# line "N passed, N failed" ends the output. Under SANITIZE=1 they are
+# skipped: a sanitized libbatchfit.so cannot be loaded into an unsanitized
+# Python interpreter.
+PYTHON ?= /usr/bin/python3
+PYTEST := $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 test: deps
 	$(MAKE) --no-print-directory test-run
 
-test-run: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS)
+test-run: $(RUNNER) $(EXAMPLES) $(CLI) $(TEST_PROGS) $(SHARED)
+ifeq ($(SANITIZE),1)
+	@echo "python tests: skipped under SANITIZE=1 (the sanitized library cannot load into Python)"
+else
+	BATCHFIT_TEST_BUILD=$(abspath $(BUILD)) $(PYTEST)
+endif
 	BATCHFIT_TEST_BUILD=$(abspath $(BUILD)) $(RUNNER)
+
+# Only the Python tests.
+test-python: $(CLI) $(TEST_PROGS) $(SHARED)
+	@sh scripts/install-deps.sh --test
+	BATCHFIT_TEST_BUILD=$(abspath $(BUILD)) $(PYTEST)
+
+# Copies the library next to the package, so `pip install ./python` carries it.
+python: $(SHARED)
+	cp $(SHARED) python/batchfit/$(SONAME)
 
 # The main job: the CLI probing the example trainer on host memory (without
 # the cache, so every run shows the search itself).

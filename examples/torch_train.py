@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""A small PyTorch trainer for batchfit on a GPU: a GPT-style decoder on
-synthetic tokens, AdamW, bf16 autocast. The batch size comes from
+"""A small PyTorch trainer for batchfit: a GPT-style decoder on synthetic
+tokens (or, with --model cnn, a small convolutional network on synthetic
+images), AdamW, bf16 autocast on a GPU. The batch size comes from
 --batch-size (or BATCHFIT_BATCH_SIZE); VRAM_LIMIT_GB caps the memory this
 process may use, as batchfit passes it on. Running out of memory raises
 PyTorch's own torch.OutOfMemoryError, which batchfit classifies.
 
     python3 examples/torch_train.py --batch-size 32 --steps 5
+
+The same model and step are importable (Trainer), so the Python package's
+in-process probe can measure exactly what the CLI measures in a child:
+
+    trainer = Trainer(parse_args(["--model", "cnn"]), torch.device("cpu"))
+    batchfit.probe_batch_size(trainer.run, device="host", memory_budget="600MiB")
 """
 import argparse
 import os
@@ -47,37 +54,89 @@ class Decoder(nn.Module):
         return self.head(self.norm(x))
 
 
-def main():
+class ConvNet(nn.Module):
+    """A small CNN: two convolution stages, global pooling, a linear classifier."""
+
+    def __init__(self, width, classes):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.classify = nn.Linear(2 * width, classes)
+
+    def forward(self, images):
+        return self.classify(self.features(images).flatten(1))
+
+
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=int(os.environ.get("BATCHFIT_BATCH_SIZE", "0")))
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--seq", type=int, default=512)
-    parser.add_argument("--width", type=int, default=1024)
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--vocab", type=int, default=32000)
-    args = parser.parse_args()
+    parser.add_argument("--model", choices=("decoder", "cnn"), default="decoder")
+    parser.add_argument("--seq", type=int, default=512, help="decoder: tokens per sample")
+    parser.add_argument("--width", type=int, default=1024, help="decoder width or CNN channels")
+    parser.add_argument("--layers", type=int, default=8, help="decoder blocks")
+    parser.add_argument("--vocab", type=int, default=32000, help="decoder vocabulary")
+    parser.add_argument("--image", type=int, default=64, help="cnn: image side in pixels")
+    parser.add_argument("--quiet", action="store_true", help="no per-step lines")
+    return parser.parse_args(argv)
+
+
+class Trainer:
+    """The model, its optimizer and one training step at any batch size."""
+
+    def __init__(self, args, device):
+        torch.manual_seed(0)
+        self.args, self.device = args, device
+        if args.model == "cnn":
+            self.model = ConvNet(args.width, 10).to(device)
+        else:
+            self.model = Decoder(args.vocab, args.width, max(1, args.width // 64), args.layers,
+                                 args.seq).to(device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4)
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def step(self, batch_size):
+        """One optimizer step on a synthetic batch; returns the loss."""
+        args, device = self.args, self.device
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            if args.model == "cnn":
+                images = torch.randn(batch_size, 3, args.image, args.image, device=device)
+                labels = torch.randint(0, 10, (batch_size,), device=device)
+                loss = self.loss_fn(self.model(images).float(), labels)
+            else:
+                tokens = torch.randint(0, args.vocab, (batch_size, args.seq + 1), device=device)
+                logits = self.model(tokens[:, :-1])
+                loss = self.loss_fn(logits.reshape(-1, args.vocab).float(),
+                                    tokens[:, 1:].reshape(-1))
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def run(self, batch_size, steps=None, report=None):
+        """args.steps optimizer steps at batch_size (what one probe trial runs)."""
+        steps = self.args.steps if steps is None else steps
+        for step in range(steps):
+            loss = self.step(batch_size)
+            if report and (step == 0 or step + 1 == steps or (step + 1) % 50 == 0):
+                report(f"step {step + 1} loss {loss:.4f}")
+
+
+def main():
+    args = parse_args()
     if args.batch_size <= 0:
-        parser.error("--batch-size must be a positive integer (or set BATCHFIT_BATCH_SIZE)")
+        raise SystemExit("torch_train.py: --batch-size must be a positive integer (or set "
+                         "BATCHFIT_BATCH_SIZE)")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     limit = os.environ.get("VRAM_LIMIT_GB")
     if limit and device.type == "cuda":
         total = torch.cuda.get_device_properties(device).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, float(limit) * 2**30 / total), device)
-    torch.manual_seed(0)
-    model = Decoder(args.vocab, args.width, args.width // 64, args.layers, args.seq).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    loss_fn = nn.CrossEntropyLoss()
+    trainer = Trainer(args, device)
     start = time.time()
-    for step in range(args.steps):
-        tokens = torch.randint(0, args.vocab, (args.batch_size, args.seq + 1), device=device)
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            logits = model(tokens[:, :-1])
-            loss = loss_fn(logits.reshape(-1, args.vocab).float(), tokens[:, 1:].reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if step == 0 or step + 1 == args.steps or (step + 1) % 50 == 0:
-            print(f"step {step + 1} loss {loss.item():.4f}", flush=True)
+    trainer.run(args.batch_size, report=None if args.quiet else lambda line: print(line, flush=True))
     if device.type == "cuda":
         torch.cuda.synchronize()
     elapsed = time.time() - start

@@ -181,6 +181,26 @@ BATCHFIT_API int batchfit_resolve_vram_limit(batchfit_ctx *ctx, const char *expl
                                              const char *flag_name, uint64_t *bytes_out,
                                              const char **source_out);
 
+/* The VRAM limit's flag and its help text: one source for the CLI's --help,
+ * the man page and bindings (the Python package's VRAM_LIMIT_GB_FLAG and
+ * VRAM_LIMIT_GB_HELP read them through the functions below). */
+#define BATCHFIT_VRAM_LIMIT_GB_FLAG "--vram-limit-gb"
+#define BATCHFIT_VRAM_LIMIT_GB_HELP                                                        \
+    "cap the device memory a probe may use, in GiB (2^30 bytes; fractions allowed). "     \
+    "Precedence: --vram-limit-gb, then VRAM_LIMIT_GB, then BATCHFIT_VRAM_LIMIT_GB; an "   \
+    "empty variable counts as unset. Zero, negative, NaN, infinite or non-numeric values " \
+    "are errors."
+/* BATCHFIT_VRAM_LIMIT_GB_FLAG and BATCHFIT_VRAM_LIMIT_GB_HELP; static storage. */
+BATCHFIT_API const char *batchfit_vram_limit_flag(void);
+BATCHFIT_API const char *batchfit_vram_limit_help(void);
+
+/* sizeof a public struct by its name ("batchfit_options", "batchfit_step",
+ * "batchfit_step_report", "batchfit_command_options", "batchfit_fit",
+ * "batchfit_recover_options", "batchfit_recover_plan"), or 0 for a name it
+ * does not know: bindings that lay the structs out themselves (ctypes)
+ * check their layout against the library they loaded. */
+BATCHFIT_API size_t batchfit_sizeof(const char *type_name);
+
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -671,6 +691,26 @@ BATCHFIT_API int batchfit_result_failed(batchfit_ctx *ctx, int code, const char 
  * batchfit_result_free(). */
 BATCHFIT_API int batchfit_result_json(batchfit_ctx *ctx, const batchfit_result *result,
                                       const char **json_out);
+
+/* The result as a picture: a self-contained SVG (no scripts, no external
+ * references, valid XML) of peak memory against batch size: every trial
+ * (fits, too close to the budget, out of memory at its "needed at least"
+ * value, errors), the fitted line with its band, the budget, the margin and
+ * the VRAM limit as horizontal lines, and the answer marked; axes in binary
+ * units. The text belongs to the result and stays valid until the next call
+ * on it or batchfit_result_free(). */
+BATCHFIT_API int batchfit_result_svg(batchfit_ctx *ctx, const batchfit_result *result,
+                                     const char **svg_out);
+
+/* Reads a result back from the JSON batchfit_result_json() wrote (schema
+ * version 1; len bytes, no terminator needed): the trials, the fit, the
+ * budget, the bounds, the device and the warnings, enough to report or draw
+ * it again (batchfit plot). Fields the JSON does not hold stay zero; status
+ * is derived from the recorded exit code. BATCHFIT_E_PARSE names what is
+ * wrong (not JSON, another schema, a field of the wrong type). *out is freed
+ * with batchfit_result_free(). */
+BATCHFIT_API int batchfit_result_from_json(batchfit_ctx *ctx, const char *json, size_t len,
+                                           batchfit_result **out);
 
 /* ------------------------------------------------------------------------ */
 /* Hyperparameters                                                           */

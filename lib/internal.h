@@ -55,6 +55,11 @@ int batchfit__result_set_agreement(batchfit_result *result, batchfit_agree_mode 
                                    int failed_rank);
 /* Copies a NULL-terminated argv into result->command. */
 int batchfit__result_keep_command(batchfit_result *result, const char *const *argv);
+/* The allocator the result frees with. */
+const batchfit_allocator *batchfit__result_allocator(const batchfit_result *result);
+/* Hands svg (allocated with the result's allocator) to the result, freeing
+ * the previous picture; returns svg. */
+const char *batchfit__result_set_svg(const batchfit_result *result, char *svg);
 
 /* clock.c: seconds on the monotonic clock. */
 double batchfit__now(void);

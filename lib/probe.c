@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "probe.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -185,6 +186,32 @@ static int cache_save(batchfit_ctx *ctx, const trial_source *src, const char *di
     return BATCHFIT_OK;
 }
 
+/* A requested maximum far below what the device holds is worth saying:
+ * the user may have kept an old max_batch_size. The fit says about how
+ * large a batch would fit; nothing beyond the requested size was run. */
+static int warn_small_request(batchfit_ctx *ctx, batchfit_result *result)
+{
+    const batchfit_fit *f = &result->fit;
+    const batchfit_budget *b = &result->budget;
+    if (!result->requested_max || result->batch_size != result->requested_max || !f->valid ||
+        !(f->bytes_per_sample > 0.0) || !b->known || b->budget_bytes == 0)
+        return BATCHFIT_OK;
+    /* Only a rise the measurements can tell from their noise says how the
+     * memory grows; a flat curve would put "what fits" anywhere. */
+    double rise = f->bytes_per_sample * (double)(result->requested_max - result->min_batch);
+    if (!(rise > b->peak_spread * (double)b->budget_bytes + f->max_residual_bytes))
+        return BATCHFIT_OK;
+    double used = f->intercept_bytes + f->bytes_per_sample * (double)result->requested_max;
+    if (!(used < 0.5 * (double)b->budget_bytes))
+        return BATCHFIT_OK;
+    double would_fit = ((double)b->budget_bytes - f->intercept_bytes) / f->bytes_per_sample;
+    return batchfit__result_warn(ctx, result,
+                                 "max_batch_size=%llu uses %.0f%% of the budget; about %.0f "
+                                 "would fit (by the fit, not measured)",
+                                 (unsigned long long)result->requested_max,
+                                 100.0 * used / (double)b->budget_bytes, floor(would_fit));
+}
+
 /* Everything after the bounds are decided and the device is usable. */
 static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *device,
                         trial_source *src, batchfit_result *result)
@@ -205,6 +232,8 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
     if (rc == BATCHFIT_OK) {
         rc = batchfit__search_run(ctx, opts, src->trial, src, result);
         src->end(src);
+        if (rc == BATCHFIT_OK)
+            rc = warn_small_request(ctx, result);
     }
     if (b->held_bytes)
         batchfit__device_release(device);

@@ -29,6 +29,12 @@ static int step_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
     double start = batchfit__now();
     batchfit_outcome outcome = p->step->run(p->state, batch, &report);
     trial->seconds = batchfit__now() - start;
+    /* An interrupt that arrived during the trial (a binding maps its own
+     * Ctrl-C here) stops the probe; the trial's outcome is not recorded. */
+    if (batchfit__interrupt_pending())
+        return batchfit__fail(p->device->ctx, BATCHFIT_E_ABORTED,
+                              "interrupted during the trial at batch size %llu",
+                              (unsigned long long)batch);
     if (outcome != BATCHFIT_FITS && outcome != BATCHFIT_OOM && outcome != BATCHFIT_ERROR) {
         snprintf(report.message, sizeof report.message, "run() returned unknown outcome %d",
                  (int)outcome);
@@ -63,6 +69,8 @@ static int step_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *dev
     uint64_t before = 0, after = 0;
     int usage_known = ops->usage && ops->usage(device, &before) == BATCHFIT_OK;
     batchfit_outcome built = p->step->build(p->userdata, device, &p->state, msg, sizeof msg);
+    if (built != BATCHFIT_FITS && batchfit__interrupt_pending())
+        return batchfit__fail(ctx, BATCHFIT_E_ABORTED, "interrupted while building the step");
     if (built == BATCHFIT_OOM)
         return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
                               "the step could not even be built within the budget: %s; try a "
@@ -72,11 +80,14 @@ static int step_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *dev
     if (built != BATCHFIT_FITS)
         return batchfit__fail(ctx, BATCHFIT_E_TRIAL_ERROR, "building the step failed: %s",
                               msg[0] ? msg : "(no message)");
-    /* What the built step holds before any trial (weights, optimizer state)
-     * is the intercept of its memory curve. */
+    /* The memory in use once the step is built (weights, optimizer state),
+     * in the units of the trials' peaks: a device that measures the whole
+     * process (host: its RSS) counts everything the process held before
+     * the build too, so the curve's value at batch 0 is all of it, not
+     * only what build() added. */
     if (usage_known && ops->usage(device, &after) == BATCHFIT_OK && after >= before) {
         result->baseline_known = 1;
-        result->baseline_bytes = after - before;
+        result->baseline_bytes = after;
     }
     return BATCHFIT_OK;
 }

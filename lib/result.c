@@ -17,6 +17,7 @@ typedef struct result_impl {
     size_t owned_cap;
     char *json;
     batchfit_rank_outcome *outcomes;
+    char *svg;
 } result_impl;
 
 batchfit_result *batchfit__result_new(batchfit_ctx *ctx)
@@ -45,6 +46,7 @@ void batchfit_result_free(batchfit_result *result)
     batchfit__free(&a, (void *)r->pub.command);
     batchfit__free(&a, r->json);
     batchfit__free(&a, r->outcomes);
+    batchfit__free(&a, r->svg);
     batchfit__free(&a, r->trials);
     batchfit__free(&a, r);
 }
@@ -151,6 +153,20 @@ int batchfit_result_json(batchfit_ctx *ctx, const batchfit_result *result, const
     r->json = b.data;
     *json_out = r->json;
     return BATCHFIT_OK;
+}
+
+const batchfit_allocator *batchfit__result_allocator(const batchfit_result *result)
+{
+    return &((const result_impl *)result)->allocator;
+}
+
+const char *batchfit__result_set_svg(const batchfit_result *result, char *svg)
+{
+    /* Like the JSON text, the picture is a cache of the result's state. */
+    result_impl *r = (result_impl *)(uintptr_t)result;
+    batchfit__free(&r->allocator, r->svg);
+    r->svg = svg;
+    return svg;
 }
 
 void batchfit__result_complete(batchfit_ctx *ctx, batchfit_result *result, int code,

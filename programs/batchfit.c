@@ -1,5 +1,5 @@
 /* batchfit: find the largest batch size that fits, by measuring it.
- * Subcommands: probe, info. */
+ * Subcommands: probe, info, estimate, cache, plot. */
 #include "cli.h"
 
 #include <string.h>
@@ -12,6 +12,7 @@ static void usage(FILE *f)
             "       batchfit info [--json]                          devices and backends\n"
             "       batchfit estimate --params N [options]          predict before measuring\n"
             "       batchfit cache list | show KEY | clear          remembered results\n"
+            "       batchfit plot RESULT.json [-o FILE.svg]         draw a probe's JSON as SVG\n"
             "       batchfit --version | --help\n"
             "\n"
             "`batchfit probe --help` lists the probe's options.\n");
@@ -43,6 +44,8 @@ int main(int argc, char **argv)
         return cli_estimate(argc - 1, argv + 1);
     if (strcmp(cmd, "cache") == 0)
         return cli_cache(argc - 1, argv + 1);
+    if (strcmp(cmd, "plot") == 0)
+        return cli_plot(argc - 1, argv + 1);
     fprintf(stderr, "batchfit: unknown command \"%s\"\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

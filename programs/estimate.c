@@ -130,6 +130,12 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
         in.device_bytes = total;
         batchfit_device_free(d);
     }
+    /* Without activations the model state is still worth knowing: it is
+     * what no batch size can shrink. The batch needs the activations. */
+    int state_only = in.activation_bytes_per_sample == 0 &&
+                     !(in.layers && in.hidden && in.heads && in.seq);
+    if (state_only)
+        in.activation_bytes_per_sample = 1;
     batchfit_estimate e;
     int rc = batchfit_estimate_memory(ctx, &in, &e);
     if (rc) {
@@ -144,17 +150,26 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
         jw_u64(&w, "params", in.params);
         jw_double(&w, "bytes_per_param", e.bytes_per_param);
         jw_u64(&w, "model_state_bytes", e.model_state_bytes);
-        jw_u64(&w, "activation_bytes_per_sample", e.activation_bytes_per_sample);
+        if (state_only)
+            jw_null(&w, "activation_bytes_per_sample");
+        else
+            jw_u64(&w, "activation_bytes_per_sample", e.activation_bytes_per_sample);
         if (in.device_bytes) {
             jw_u64(&w, "device_bytes", in.device_bytes);
             jw_u64(&w, "budget_bytes", e.budget_bytes);
-            jw_u64(&w, "max_batch", e.max_batch);
+            if (state_only && e.model_state_bytes <= e.budget_bytes)
+                jw_null(&w, "max_batch");
+            else
+                jw_u64(&w, "max_batch", e.max_batch);
         } else {
             jw_null(&w, "device_bytes");
             jw_null(&w, "budget_bytes");
             jw_null(&w, "max_batch");
         }
-        jw_u64(&w, "predicted_peak_bytes", e.predicted_peak_bytes);
+        if (state_only)
+            jw_null(&w, "predicted_peak_bytes");
+        else
+            jw_u64(&w, "predicted_peak_bytes", e.predicted_peak_bytes);
         jw_end_object(&w);
     } else {
         char state[32], act[32], peak[32], budget[32];
@@ -163,14 +178,25 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
         batchfit_format_bytes((double)e.predicted_peak_bytes, peak, sizeof peak);
         batchfit_format_bytes((double)e.budget_bytes, budget, sizeof budget);
         printf("model state        %s (%.0f bytes per parameter)\n", state, e.bytes_per_param);
-        printf("activations        %s per sample\n", act);
-        if (in.device_bytes) {
+        if (state_only) {
+            printf("activations        unknown: give --activation-bytes, or --layers, --hidden, "
+                   "--heads and --seq for a transformer, to predict a batch size\n");
+            if (in.device_bytes)
+                printf("budget             %s; the model state alone %s\n", budget,
+                       e.model_state_bytes <= e.budget_bytes ? "fits" : "does not fit");
+        } else {
+            printf("activations        %s per sample\n", act);
+        }
+        if (in.device_bytes && !state_only) {
             printf("budget             %s\n", budget);
             printf("predicted peak     %s at batch %llu\n", peak,
                    (unsigned long long)(e.max_batch ? e.max_batch : 1));
             printf("max_batch=%llu\n", (unsigned long long)e.max_batch);
         }
     }
+    if (state_only)
+        return in.device_bytes && e.model_state_bytes > e.budget_bytes ? EXIT_MIN_DOES_NOT_FIT
+                                                                        : EXIT_FOUND;
     return in.device_bytes && e.max_batch == 0 ? EXIT_MIN_DOES_NOT_FIT : EXIT_FOUND;
 }
 

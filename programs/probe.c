@@ -262,6 +262,9 @@ static int run(session *s)
         fprintf(stderr, "batchfit probe: interrupted\n");
     if (probe_export_json(s, 1) != 0 && exit_code == EXIT_FOUND)
         exit_code = EXIT_EXPORT_FAILED;
+    if (c->plot_path && s->result && probe_mpi_rank(s->mpi) == 0 &&
+        plot_write(s->ctx, s->result, c->plot_path) != 0 && exit_code == EXIT_FOUND)
+        exit_code = EXIT_EXPORT_FAILED;
     if (exit_code == EXIT_FOUND && probe_mpi_rank(s->mpi) == 0) {
         probe_print_summary(s);
         if (s->mpi)

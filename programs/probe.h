@@ -20,6 +20,7 @@ typedef struct probe_cli {
     batchfit_command_options cmd;
     const char *device_spec;
     const char *export_json;
+    const char *plot_path;   /* --plot FILE, NULL when not given */
     const char *hyperparameters;
     const char *vram_flag;   /* --vram-limit-gb's text, NULL when not given */
     const char *max_text;    /* --max's text, NULL when not given */

@@ -112,7 +112,7 @@ static int set_margin(batchfit_ctx *ctx, probe_cli *c, const char *value)
 
 static int set_vram_limit(batchfit_ctx *ctx, probe_cli *c, const char *value)
 {
-    if (batchfit_resolve_vram_limit(ctx, value, "--vram-limit-gb", &c->opts.vram_limit_bytes,
+    if (batchfit_resolve_vram_limit(ctx, value, BATCHFIT_VRAM_LIMIT_GB_FLAG, &c->opts.vram_limit_bytes,
                                     &c->opts.vram_limit_source))
         return fail_ctx(ctx);
     c->vram_flag = value;
@@ -208,11 +208,8 @@ static const option_def options[] = {
      "allow only powers of two (the requested maximum is one more candidate)"},
     {"--margin", "SIZE|PCT", OPT_SPECIAL, 0, 0, set_margin,
      "memory held back from the budget (default 5%)"},
-    {"--vram-limit-gb", "X", OPT_SPECIAL, 0, 0, set_vram_limit,
-     "cap the device memory a probe may use, in GiB (2^30 bytes; fractions allowed). "
-     "Precedence: --vram-limit-gb, then VRAM_LIMIT_GB, then BATCHFIT_VRAM_LIMIT_GB; an "
-     "empty variable counts as unset. Zero, negative, NaN, infinite or non-numeric values "
-     "are errors."},
+    {BATCHFIT_VRAM_LIMIT_GB_FLAG, "X", OPT_SPECIAL, 0, 0, set_vram_limit,
+     BATCHFIT_VRAM_LIMIT_GB_HELP},
     {"--memory-budget", "SIZE", OPT_SPECIAL, 0, 0, set_memory_budget,
      "use SIZE instead of the device's free memory"},
     {"--device", "SPEC", OPT_TEXT, AT(device_spec), 0, NULL,
@@ -231,6 +228,8 @@ static const option_def options[] = {
      "copy every trial's output to stderr"},
     {"--export-json", "FILE", OPT_TEXT, AT(export_json), 0, NULL,
      "write the results as JSON, rewritten after every trial (- = stdout)"},
+    {"--plot", "FILE", OPT_TEXT, AT(plot_path), 0, NULL,
+     "draw the probe as an SVG picture at the end (- = stdout)"},
     {"--hyperparameters", "FILE", OPT_TEXT, AT(hyperparameters), 0, NULL,
      "read max_batch_size (never batch_size) from a JSON file"},
     {"--enforce", NULL, OPT_FLAG, AT(cmd.enforce), 1, NULL,

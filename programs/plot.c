@@ -1,0 +1,131 @@
+/* batchfit plot RESULT.json [-o FILE.svg]: draws a probe's --export-json
+ * file as the library's SVG picture; and the writer that batchfit probe
+ * --plot uses. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_JSON (64u << 20)
+
+int plot_write(batchfit_ctx *ctx, const batchfit_result *result, const char *path)
+{
+    const char *svg = NULL;
+    if (batchfit_result_svg(ctx, result, &svg) != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit: cannot draw the result: %s\n", batchfit_ctx_last_error(ctx));
+        return -1;
+    }
+    int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "batchfit: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int ok = fputs(svg, f) != EOF;
+    ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
+    if (!ok) {
+        fprintf(stderr, "batchfit: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The whole file (or stdin for "-"), NUL-terminated; NULL with the message
+ * printed. */
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "batchfit plot: cannot read %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (ferror(f) || feof(f))
+            break;
+        if (cap >= MAX_JSON) {
+            fprintf(stderr, "batchfit plot: %s: larger than %u MiB\n", path, MAX_JSON >> 20);
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int failed = buf && ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (!buf || failed) {
+        if (failed)
+            fprintf(stderr, "batchfit plot: cannot read %s\n", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: batchfit plot RESULT.json [-o FILE.svg]\n"
+               "Draws a probe's --export-json file (- = stdin) as an SVG picture: peak memory\n"
+               "against batch size, every trial, the fit, the budget and the answer. Without\n"
+               "-o the SVG goes to stdout.\n");
+}
+
+int cli_plot(int argc, char **argv)
+{
+    const char *input = NULL, *output = "-";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return EXIT_FOUND;
+        }
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (++i >= argc) {
+                fprintf(stderr, "batchfit plot: %s needs a file name\n", argv[i - 1]);
+                return EXIT_USAGE;
+            }
+            output = argv[i];
+        } else if (!input && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
+            input = argv[i];
+        } else {
+            fprintf(stderr, "batchfit plot: unexpected argument \"%s\"\n", argv[i]);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!input) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    size_t len = 0;
+    char *json = read_all(input, &len);
+    if (!json)
+        return EXIT_USAGE;
+    batchfit_ctx *ctx = NULL;
+    batchfit_result *result = NULL;
+    int exit_code = EXIT_FOUND;
+    if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK) {
+        exit_code = EXIT_INTERNAL;
+    } else if (batchfit_result_from_json(ctx, json, len, &result) != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit plot: %s: %s\n", input, batchfit_ctx_last_error(ctx));
+        exit_code = EXIT_USAGE;
+    } else if (plot_write(ctx, result, output) != 0) {
+        exit_code = EXIT_EXPORT_FAILED;
+    }
+    batchfit_result_free(result);
+    batchfit_ctx_free(ctx);
+    free(json);
+    return exit_code;
+}

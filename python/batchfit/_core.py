@@ -1,0 +1,677 @@
+"""The probes: in-process (a step factory or a plain callable) and child commands, over
+batchfit_probe() and batchfit_probe_command(). The search, the decision, the margin, the cache
+and the JSON stay in the library; this layer runs the user's Python step when the library asks,
+tells out-of-memory from bugs, and turns return codes into exceptions."""
+from __future__ import annotations
+
+import ctypes
+import gc
+import logging
+import re
+import signal
+import sys
+import threading
+import traceback
+from ctypes import byref, c_char_p, c_double, c_int, c_uint64, c_void_p
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _lib
+from ._errors import NoMemory, error_for
+from ._lib import lib
+from ._result import Result
+
+log = logging.getLogger("batchfit")
+
+Size = Union[int, str]
+
+REQUESTED_BATCH_SIZE = "max_batch_size"
+"""The hyperparameter that holds the requested maximum (input only: the measured size is
+reported as ``batch_size`` and never read back as a bound)."""
+
+VRAM_LIMIT_GB_FLAG: str = lib.batchfit_vram_limit_flag().decode()
+VRAM_LIMIT_GB_HELP: str = lib.batchfit_vram_limit_help().decode()
+
+_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
+
+# CPU allocator failures (PyTorch's DefaultCPUAllocator) and CUDA out-of-memory errors from
+# torch versions that raised a plain RuntimeError.
+_OOM_TEXT = re.compile(r"can't allocate memory|CUDA out of memory|CUDA error: out of memory|"
+                       r"HIP out of memory")
+_TRIED = re.compile(r"[Tt]ried to allocate ([0-9.]+) ?(B|KiB|MiB|GiB|TiB|bytes)")
+_UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True when ``exc`` means the step ran out of memory: ``MemoryError``,
+    ``torch.OutOfMemoryError`` / ``torch.cuda.OutOfMemoryError``, or a ``RuntimeError`` from an
+    allocator that could not allocate (``"... can't allocate memory ..."``). Anything else is a
+    bug, which stops a search."""
+    if isinstance(exc, MemoryError):
+        return True
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for holder in (torch, getattr(torch, "cuda", None)):
+            cls = getattr(holder, "OutOfMemoryError", None)
+            if isinstance(cls, type) and isinstance(exc, cls):
+                return True
+    return isinstance(exc, RuntimeError) and bool(_OOM_TEXT.search(str(exc)))
+
+
+class _Context:
+    """A batchfit_ctx whose log goes to the ``batchfit`` logger."""
+
+    def __init__(self) -> None:
+        self.ptr = c_void_p()
+        if lib.batchfit_ctx_create(None, byref(self.ptr)) != 0:
+            raise NoMemory("batchfit: cannot create a context")
+        self._log_fn = _lib.LOG_FN(self._on_log)
+        level = log.getEffectiveLevel()
+        min_level = 0 if level <= logging.DEBUG else 1 if level <= logging.INFO else 2
+        lib.batchfit_ctx_set_log(self.ptr, self._log_fn, None, min_level)
+
+    @staticmethod
+    def _on_log(level: int, message: bytes, userdata: Any) -> None:
+        try:
+            log.log(_LOG_LEVELS.get(level, logging.INFO), "%s",
+                    message.decode("utf-8", "replace"))
+        except BaseException:  # a log line must never unwind through C
+            pass
+
+    def error(self) -> str:
+        return (lib.batchfit_ctx_last_error(self.ptr) or b"").decode("utf-8", "replace")
+
+    def check(self, rc: int) -> None:
+        if rc != 0:
+            raise error_for(rc, self.error())
+
+    def close(self) -> None:
+        if self.ptr:
+            lib.batchfit_ctx_free(self.ptr)
+            self.ptr = c_void_p()
+
+    def __enter__(self) -> "_Context":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _text(value: Any) -> bytes:
+    return str(value).encode()
+
+
+def parse_size(text: Size, what: str = "size") -> int:
+    """Bytes from a size such as ``"12GiB"``, ``"1.5 GB"``, ``"4096"`` (the library's parser);
+    an int is taken as bytes."""
+    if isinstance(text, bool):
+        raise error_for(9, f"{what}: expected a size, got {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise error_for(9, f"{what}: a size cannot be negative: {text}")
+        return text
+    with _Context() as ctx:
+        out = c_uint64()
+        ctx.check(lib.batchfit_parse_size(ctx.ptr, _text(text), what.encode(), byref(out)))
+        return out.value
+
+
+def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Optional[int]:
+    """The requested maximum from hyperparameters: ``hyperparameters["max_batch_size"]``.
+    Absent, None, ``""`` and 0 mean "the device decides" and give None; anything else must be a
+    positive whole number (``InvalidArgument`` quoting the value otherwise). ``batch_size`` is
+    never read: it is an output."""
+    if not hyperparameters:
+        return None
+    value = hyperparameters.get(REQUESTED_BATCH_SIZE)
+    if value is None:
+        return None
+    if isinstance(value, bool) or isinstance(value, float):
+        if isinstance(value, float) and value.is_integer() and value >= 0:
+            value = int(value)
+        else:
+            raise error_for(9, f"hyperparameters {REQUESTED_BATCH_SIZE}: invalid value "
+                               f"{value!r}: expected a positive whole number")
+    with _Context() as ctx:
+        out = c_uint64()
+        ctx.check(lib.batchfit_parse_requested_size(
+            ctx.ptr, _text(value), f"hyperparameters {REQUESTED_BATCH_SIZE}".encode(),
+            byref(out)))
+        return out.value or None
+
+
+_limit_lock = threading.Lock()
+_cuda_limit: Optional[Tuple[str, int]] = None
+
+
+def resolve_vram_limit(explicit: Union[str, float, None] = None, *,
+                       flag_name: str = VRAM_LIMIT_GB_FLAG) -> Tuple[int, str]:
+    """The VRAM limit in bytes (0: none) and where it came from, with the library's precedence:
+    ``explicit`` (a flag's value), then ``limit_cuda_memory()``'s, then the environment variable
+    ``VRAM_LIMIT_GB``, then ``BATCHFIT_VRAM_LIMIT_GB``. Values are GiB; bad ones raise
+    ``ParseError`` with the library's message."""
+    name = flag_name
+    if explicit is None and _cuda_limit is not None:
+        explicit, name = _cuda_limit[0], "limit_cuda_memory()"
+    with _Context() as ctx:
+        out = c_uint64()
+        source = c_char_p()
+        ctx.check(lib.batchfit_resolve_vram_limit(
+            ctx.ptr, None if explicit is None else _text(explicit), name.encode(), byref(out),
+            byref(source)))
+        return out.value, (source.value or b"none").decode()
+
+
+def add_vram_limit_argument(parser: Any, *, dest: str = "vram_limit_gb") -> Any:
+    """Adds ``--vram-limit-gb X`` to an argparse parser, with the library's help text; a bad
+    value is an argparse error with the library's message. The value is a float in GiB, None
+    when the flag is absent (then the environment applies: see ``resolve_vram_limit``)."""
+    import argparse
+
+    def gib(text: str) -> float:
+        try:
+            resolve_vram_limit(text)
+        except Exception as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return float(text)
+
+    return parser.add_argument(VRAM_LIMIT_GB_FLAG, dest=dest, type=gib, default=None,
+                               metavar="X", help=VRAM_LIMIT_GB_HELP)
+
+
+def limit_cuda_memory(gb: Union[float, str, None]) -> int:
+    """Caps the device memory this process may use at ``gb`` GiB (None: no cap), remembered for
+    the probes (``measure_batch_size`` and the others read it back as their VRAM limit). Where
+    PyTorch sees a GPU, its caching allocator is capped too
+    (``torch.cuda.set_per_process_memory_fraction``). Returns the limit in bytes."""
+    global _cuda_limit
+    with _limit_lock:
+        if gb is None:
+            _cuda_limit = None
+            limit = 0
+        else:
+            limit, _ = resolve_vram_limit(gb, flag_name="limit_cuda_memory()")
+            _cuda_limit = (str(gb), limit)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        index = torch.cuda.current_device()
+        total = torch.cuda.get_device_properties(index).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total) if limit else 1.0,
+                                                   index)
+    return limit
+
+
+def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Options) -> None:
+    if margin is None:
+        return
+    if isinstance(margin, float):
+        if not 0.0 <= margin < 1.0:
+            raise error_for(1, f"margin: a fraction must be in [0, 1), got {margin}")
+        opts.margin_fraction, opts.margin_bytes = margin, 0
+    elif isinstance(margin, str) and margin.strip().endswith("%"):
+        frac = c_double()
+        ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(margin), b"margin", byref(frac)))
+        if frac.value >= 1.0:
+            raise error_for(1, "margin: a margin of 100% leaves nothing to probe")
+        opts.margin_fraction, opts.margin_bytes = frac.value, 0
+    else:
+        opts.margin_bytes = parse_size(margin, "margin")
+        if opts.margin_bytes == 0:
+            opts.margin_fraction = 0.0
+
+
+def _count(value: Optional[int], what: str, allow_none: bool = True) -> int:
+    if value is None and allow_none:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise error_for(1, f"{what}: expected a positive whole number, got {value!r}")
+    return value
+
+
+class _Keep:
+    """Bytes the C options point at, alive for the call."""
+
+    def __init__(self) -> None:
+        self.items: List[Any] = []
+
+    def __call__(self, value: Optional[str]) -> Optional[bytes]:
+        if value is None:
+            return None
+        b = value.encode()
+        self.items.append(b)
+        return b
+
+
+def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minimum: int,
+             sample_count: Optional[int], margin: Any, memory_budget: Optional[Size],
+             lattice: Union[str, int], strategy: str, max_trials: Optional[int],
+             vram_limit_gb: Union[float, str, None], peak_spread: Optional[float],
+             estimate: Optional[int], cache_key: Optional[str], cache: bool,
+             cache_dir: Optional[str], no_device: str) -> _lib.Options:
+    opts = _lib.Options()
+    lib.batchfit_options_init(byref(opts))
+    opts.requested_max = _count(max_batch_size, "max_batch_size")
+    opts.min_batch = _count(minimum, "minimum")
+    opts.samples = _count(sample_count, "sample_count")
+    if isinstance(lattice, int) and not isinstance(lattice, bool):
+        if lattice < 1:
+            raise error_for(1, f"lattice: a multiple must be positive, got {lattice}")
+        opts.lattice, opts.lattice_multiple = (0, 0) if lattice == 1 else (1, lattice)
+    elif lattice in ("every", "every_integer"):
+        opts.lattice = 0
+    elif lattice in ("power_of_two", "pow2"):
+        opts.lattice = 2
+    else:
+        raise error_for(1, f"lattice: expected \"every\", \"power_of_two\" or a multiple, got "
+                           f"{lattice!r}")
+    _margin(ctx, margin, opts)
+    if memory_budget is not None:
+        opts.memory_budget_bytes = parse_size(memory_budget, "memory_budget")
+        if opts.memory_budget_bytes == 0:
+            raise error_for(1, "memory_budget: it must be larger than zero")
+    value = c_int()
+    ctx.check(lib.batchfit_parse_strategy(ctx.ptr, _text(strategy), b"strategy", byref(value)))
+    opts.strategy = value.value
+    if max_trials is not None:
+        opts.max_trials = _count(max_trials, "max_trials", allow_none=False)
+    limit, source = resolve_vram_limit(vram_limit_gb, flag_name="vram_limit_gb")
+    opts.vram_limit_bytes = limit
+    opts.vram_limit_source = keep(source)
+    if peak_spread is not None:
+        if not 0.0 <= peak_spread < 0.5:
+            raise error_for(1, f"peak_spread: expected a fraction in [0, 0.5), got {peak_spread}")
+        opts.peak_spread = peak_spread
+    opts.first_guess = _count(estimate, "estimate")
+    opts.cache = 1 if cache else 0
+    opts.cache_key = keep(cache_key)
+    opts.cache_dir = keep(cache_dir)
+    if no_device not in ("fallback", "error"):
+        raise error_for(1, f"no_device: expected \"fallback\" or \"error\", got {no_device!r}")
+    opts.no_device = 0 if no_device == "fallback" else 1
+    return opts
+
+
+def _write_message(buf_address: int, size: int, text: str) -> None:
+    data = text.encode("utf-8", "replace")[:max(size - 1, 0)]
+    data = data.decode("utf-8", "ignore").encode()
+    ctypes.memmove(buf_address, data + b"\0", len(data) + 1)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _needed_bytes(exc: BaseException, in_use: int) -> Optional[int]:
+    """What an out-of-memory trial needed at least: what was in use plus the allocation that
+    failed, when the message says how large it was."""
+    m = _TRIED.search(str(exc))
+    if not m:
+        return None
+    return in_use + int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def _guarded(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A callback the library calls: no exception may unwind through its C frames. Anything
+    that escapes the callback's own handling is kept (re-raised after the library returns)
+    and the callback answers ``default``."""
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def guarded(self: "_StepCall", *args: Any) -> Any:
+            try:
+                return fn(self, *args)
+            except BaseException as exc:
+                self._keep(exc)
+                return default
+        guarded.__name__ = fn.__name__
+        guarded.__doc__ = fn.__doc__
+        return guarded
+    return wrap
+
+
+class _StepCall:
+    """One in-process probe's step: built, run and released when the library says so. The
+    step and everything it holds are dropped as soon as the library releases it."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self.factory = factory
+        self.owner: Any = None       # what the factory returned
+        self.step: Any = None        # what runs (the owner, or what __enter__ returned)
+        self.release_with: Optional[str] = None
+        self.exception: Optional[BaseException] = None
+        self.cuda_index: Optional[int] = None
+        self.torch: Any = None
+
+    def use_device(self, spec: str) -> None:
+        torch = sys.modules.get("torch")
+        if spec.startswith("cuda:") and torch is not None and torch.cuda.is_available():
+            self.torch, self.cuda_index = torch, int(spec[5:])
+
+    def _keep(self, exc: BaseException) -> None:
+        if self.exception is None:
+            self.exception = exc
+        if isinstance(exc, KeyboardInterrupt):
+            lib.batchfit_interrupt(int(signal.SIGINT))
+
+    @_guarded(_lib.ERROR)
+    def build(self, userdata: Any, device: Any, state: Any, msg: Any, msg_len: int) -> int:
+        try:
+            state[0] = None
+            owner = self.factory()
+            if hasattr(owner, "release"):
+                self.owner, self.step, self.release_with = owner, owner, "release"
+            elif hasattr(owner, "__enter__") and hasattr(owner, "__exit__"):
+                step = owner.__enter__()
+                self.owner, self.step, self.release_with = owner, step, "__exit__"
+            else:
+                self.owner, self.step, self.release_with = owner, owner, None
+            if not callable(getattr(self.step, "run", None)):
+                self.release(None)
+                raise TypeError(f"the step factory returned {type(owner).__name__}, which has "
+                                "no run(batch) method")
+            return _lib.FITS
+        except BaseException as exc:
+            if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
+                if msg:
+                    _write_message(msg, msg_len, _describe(exc))
+                return _lib.OOM
+            self._keep(exc)
+            if msg:
+                _write_message(msg, msg_len, _describe(exc))
+            return _lib.ERROR
+
+    @_guarded(_lib.ERROR)
+    def run(self, state: Any, batch: int, report: Any) -> int:
+        rep = report.contents
+        try:
+            if self.exception is not None:
+                raise RuntimeError("a previous on_out_of_memory() failed")
+            torch, index = self.torch, self.cuda_index
+            if torch is not None:
+                torch.cuda.reset_peak_memory_stats(index)
+            peak = self.step.run(int(batch))
+            if torch is not None:
+                torch.cuda.synchronize(index)
+                rep.peak_known, rep.peak_bytes = 1, int(torch.cuda.max_memory_reserved(index))
+            elif isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0:
+                rep.peak_known, rep.peak_bytes = 1, peak
+            return _lib.FITS
+        except BaseException as exc:
+            if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
+                in_use = 0
+                if self.torch is not None:
+                    in_use = int(self.torch.cuda.memory_reserved(self.cuda_index))
+                needed = _needed_bytes(exc, in_use)
+                if needed is not None:
+                    rep.peak_known, rep.peak_bytes = 1, needed
+                _write_message(ctypes.addressof(rep) + _lib.StepReport.message.offset, _lib.MESSAGE_MAX, _describe(exc))
+                return _lib.OOM
+            self._keep(exc)
+            _write_message(ctypes.addressof(rep) + _lib.StepReport.message.offset, _lib.MESSAGE_MAX, _describe(exc))
+            return _lib.ERROR
+
+    @_guarded(None)
+    def on_oom(self, state: Any, batch: int) -> None:
+        try:
+            hook = getattr(self.step, "on_out_of_memory", None)
+            if hook is not None:
+                hook()
+            gc.collect()
+            if self.torch is not None:
+                self.torch.cuda.empty_cache()
+        except BaseException as exc:
+            self._keep(exc)
+
+    @_guarded(None)
+    def release(self, state: Any) -> None:
+        owner, how = self.owner, self.release_with
+        self.owner = self.step = self.release_with = None
+        try:
+            if how == "release":
+                owner.release()
+            elif how == "__exit__":
+                owner.__exit__(None, None, None)
+        except BaseException as exc:
+            self._keep(exc)
+        finally:
+            del owner
+
+    def free(self) -> None:
+        """The last step of the order: free what the released step left in caches."""
+        self.factory = None  # type: ignore[assignment]
+        gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+
+
+def _result_of(ctx: _Context, out: c_void_p) -> Optional[Result]:
+    if not out:
+        return None
+    try:
+        text = c_char_p()
+        ctx.check(lib.batchfit_result_json(ctx.ptr, out, byref(text)))
+        return Result((text.value or b"{}").decode("utf-8", "replace"))
+    finally:
+        lib.batchfit_result_free(out)
+
+
+def _raise_step_exception(exc: BaseException, result: Optional[Result]) -> None:
+    """Re-raises the step's own exception with its traceback. The frames' locals are cleared
+    first: they held the step (and, after a failed trial, its tensors), which must not outlive
+    the probe."""
+    tb = exc.__traceback__
+    traceback.clear_frames(tb)
+    if result is not None and not isinstance(exc, KeyboardInterrupt):
+        try:
+            exc.batchfit_result = result  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+    raise exc.with_traceback(tb)
+
+
+def _open_device(ctx: _Context, spec: str) -> c_void_p:
+    dev = c_void_p()
+    rc = lib.batchfit_device_open(ctx.ptr, _text(spec), byref(dev))
+    if rc != 0:
+        raise error_for(rc, f"device: {ctx.error()}")
+    return dev
+
+
+def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optional[int] = None,
+                       minimum: int = 1, sample_count: Optional[int] = None,
+                       margin: Union[float, str, int, None] = None, device: str = "auto",
+                       memory_budget: Optional[Size] = None, lattice: Union[str, int] = "every",
+                       strategy: str = "model", max_trials: Optional[int] = None,
+                       vram_limit_gb: Union[float, str, None] = None,
+                       peak_spread: Optional[float] = None, estimate: Optional[int] = None,
+                       cache_key: Optional[str] = None, cache: bool = False,
+                       cache_dir: Optional[str] = None, no_device: str = "fallback",
+                       name: Optional[str] = None) -> Result:
+    """Finds the largest batch size whose step fits, by running it in this process.
+
+    ``step_factory()`` makes a throwaway step: an object with ``run(batch)`` (one training step
+    at that batch size; it may return the peak bytes it measured itself), optionally
+    ``on_out_of_memory()`` (drop what a failed trial left), released by the library on every
+    path through ``release()`` or the context-manager protocol. The library owns the order:
+    check the device, hold the margin, build, search, release, free. Out of memory
+    (``MemoryError``, torch's ``OutOfMemoryError``, CPU allocator failures) is a trial that did
+    not fit; any other exception stops the search and is re-raised with its traceback, and so is
+    ``KeyboardInterrupt``. Nothing references the step after the call.
+
+    ``device`` is a spec as the CLI's ``--device`` (``"auto"``, ``"host"``, ``"cuda:0"``,
+    ``"sim:..."``), ``memory_budget`` a size as ``--memory-budget`` (``"700MiB"``), ``margin`` a
+    fraction (0.05), a percentage (``"5%"``) or a size, ``lattice`` ``"every"``,
+    ``"power_of_two"`` or a multiple. Library errors raise ``batchfit.BatchfitError``
+    subclasses (``MinimumDoesNotFit``, ``InvalidArgument``, ...) carrying the result."""
+    if not callable(step_factory):
+        raise error_for(1, "step_factory: expected a callable that returns a step")
+    call = _StepCall(step_factory)
+    keep = _Keep()
+    with _Context() as ctx:
+        opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
+                        sample_count=sample_count, margin=margin, memory_budget=memory_budget,
+                        lattice=lattice, strategy=strategy, max_trials=max_trials,
+                        vram_limit_gb=vram_limit_gb, peak_spread=peak_spread, estimate=estimate,
+                        cache_key=cache_key, cache=cache, cache_dir=cache_dir,
+                        no_device=no_device)
+        step = _lib.Step()
+        step.struct_size = ctypes.sizeof(step)
+        step.name = keep(name or getattr(step_factory, "__qualname__", None))
+        step.min_batch = 0
+        # The callbacks live exactly as long as this frame's call into the library.
+        step.build = _lib.BUILD_FN(call.build)
+        step.run = _lib.RUN_FN(call.run)
+        step.on_oom = _lib.ON_OOM_FN(call.on_oom)
+        step.release = _lib.RELEASE_FN(call.release)
+        dev = _open_device(ctx, device)
+        out = c_void_p()
+        try:
+            call.use_device((lib.batchfit_device_spec(dev) or b"").decode())
+            rc = lib.batchfit_probe(ctx.ptr, byref(opts), dev, byref(step), None, byref(out))
+            message = ctx.error()
+            result = _result_of(ctx, out)
+        finally:
+            lib.batchfit_device_free(dev)
+            call.release(None)  # only does anything if the library never got to build
+            call.free()
+    exc, call.exception = call.exception, None
+    del call, step
+    if exc is not None:
+        _raise_step_exception(exc, result)
+    if rc != 0:
+        raise error_for(rc, message, result)
+    assert result is not None
+    return result
+
+
+class _CallableStep:
+    """A plain callable as a step: ``run(batch)`` calls it."""
+
+    def __init__(self, run_batch: Callable[[int], Any]) -> None:
+        self._run_batch = run_batch
+
+    def run(self, batch: int) -> Any:
+        return self._run_batch(batch)
+
+    def release(self) -> None:
+        self._run_batch = None  # type: ignore[assignment]
+
+
+def probe_batch_size(run_batch: Callable[[int], Any], **kwargs: Any) -> Result:
+    """``measure_batch_size`` for a plain callable, e.g. an inference pass: ``run_batch(batch)``
+    runs one batch (and may return the peak bytes it measured). Keyword arguments are
+    ``measure_batch_size``'s."""
+    if not callable(run_batch):
+        raise error_for(1, "run_batch: expected a callable taking the batch size")
+    kwargs.setdefault("name", getattr(run_batch, "__qualname__", None))
+    return measure_batch_size(lambda: _CallableStep(run_batch), **kwargs)
+
+
+def _argv_array(items: Sequence[str], keep: _Keep) -> Any:
+    arr = (c_char_p * (len(items) + 1))()
+    for i, item in enumerate(items):
+        arr[i] = keep(str(item))
+    arr[len(items)] = None
+    keep.items.append(arr)
+    return arr
+
+
+class _SigintToLibrary:
+    """While a command probe runs, Ctrl-C goes straight to batchfit_interrupt() (Python's own
+    handler would only run after the library returns)."""
+
+    def __init__(self) -> None:
+        self.libc: Any = None
+        self.previous: Any = None
+
+    def __enter__(self) -> "_SigintToLibrary":
+        if threading.current_thread() is threading.main_thread():
+            self.libc = ctypes.CDLL(None)
+            self.libc.signal.restype = c_void_p
+            self.libc.signal.argtypes = [c_int, c_void_p]
+            handler = ctypes.cast(lib.batchfit_interrupt, c_void_p)
+            self.previous = self.libc.signal(int(signal.SIGINT), handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.libc is not None:
+            self.libc.signal(int(signal.SIGINT), self.previous)
+
+
+def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
+                  enforce: bool = False, crash_is_oom: bool = False, watchdog: bool = True,
+                  oom_patterns: Sequence[str] = (), show_output: bool = False,
+                  cgroups: bool = True, sample_interval: Optional[float] = None,
+                  max_batch_size: Optional[int] = None, minimum: int = 1,
+                  sample_count: Optional[int] = None, margin: Union[float, str, int, None] = None,
+                  device: str = "auto", memory_budget: Optional[Size] = None,
+                  lattice: Union[str, int] = "every", strategy: str = "model",
+                  max_trials: Optional[int] = None, vram_limit_gb: Union[float, str, None] = None,
+                  peak_spread: Optional[float] = None, estimate: Optional[int] = None,
+                  cache_key: Optional[str] = None, cache: bool = False,
+                  cache_dir: Optional[str] = None, no_device: str = "error") -> Result:
+    """The library's command probe (``batchfit probe -- COMMAND``): runs ``argv`` once per
+    trial in its own process, with ``{batch}`` in any argument replaced by the batch size and
+    ``BATCHFIT_BATCH_SIZE`` in its environment. Ctrl-C stops it (KeyboardInterrupt, after every
+    trial process is gone). Other keywords are ``measure_batch_size``'s."""
+    if isinstance(argv, (str, bytes)) or not argv:
+        raise error_for(1, "argv: expected a non-empty list of arguments")
+    keep = _Keep()
+    with _Context() as ctx:
+        opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
+                        sample_count=sample_count, margin=margin, memory_budget=memory_budget,
+                        lattice=lattice, strategy=strategy, max_trials=max_trials,
+                        vram_limit_gb=vram_limit_gb, peak_spread=peak_spread, estimate=estimate,
+                        cache_key=cache_key, cache=cache, cache_dir=cache_dir,
+                        no_device=no_device)
+        copts = _lib.CommandOptions()
+        lib.batchfit_command_options_init(byref(copts))
+        copts.argv = _argv_array(list(argv), keep)
+        if timeout is not None:
+            copts.timeout_seconds = float(timeout)
+        copts.watchdog, copts.enforce = int(watchdog), int(enforce)
+        copts.crash_is_oom, copts.show_output = int(crash_is_oom), int(show_output)
+        copts.cgroups = 0 if cgroups else 1
+        if sample_interval is not None:
+            copts.sample_interval = float(sample_interval)
+        if oom_patterns:
+            copts.oom_patterns = _argv_array(list(oom_patterns), keep)
+        if opts.vram_limit_bytes:
+            copts.vram_limit_text = keep(str(vram_limit_gb) if vram_limit_gb is not None
+                                         else None)
+        dev = _open_device(ctx, device)
+        out = c_void_p()
+        try:
+            with _SigintToLibrary():
+                rc = lib.batchfit_probe_command(ctx.ptr, byref(opts), dev, byref(copts),
+                                                byref(out))
+            message = ctx.error()
+            result = _result_of(ctx, out)
+        finally:
+            lib.batchfit_device_free(dev)
+    if result is not None and result.interrupted:
+        raise KeyboardInterrupt(message)
+    if rc != 0:
+        raise error_for(rc, message, result)
+    assert result is not None
+    return result
+
+
+def result_svg(json_text: str) -> str:
+    """The SVG the library draws for a result's JSON."""
+    with _Context() as ctx:
+        res = c_void_p()
+        data = json_text.encode()
+        ctx.check(lib.batchfit_result_from_json(ctx.ptr, data, len(data), byref(res)))
+        try:
+            svg = c_char_p()
+            ctx.check(lib.batchfit_result_svg(ctx.ptr, res, byref(svg)))
+            return (svg.value or b"").decode("utf-8", "replace")
+        finally:
+            lib.batchfit_result_free(res)
+
+
+def version() -> str:
+    """The loaded library's version, e.g. ``"0.1.0"``."""
+    return lib.batchfit_version_string().decode()
+
+

@@ -1,0 +1,446 @@
+"""The Python package over the library, with plain-Python steps (no torch needed)."""
+import argparse
+import gc
+import json
+import os
+import shutil
+import signal
+import subprocess
+import weakref
+from pathlib import Path
+
+import pytest
+
+import batchfit
+from conftest import BUILD, ROOT
+
+MIB = 2**20
+
+
+class LinearStep:
+    """A step whose memory is fixed + per_sample * batch, reported by the step itself; above
+    the limit it raises `error` (MemoryError by default: out of memory)."""
+
+    def __init__(self, fixed=10 * MIB, per_sample=MIB, limit=100 * MIB, error=MemoryError):
+        self.fixed, self.per_sample, self.limit, self.error = fixed, per_sample, limit, error
+        self.runs, self.ooms, self.released = [], 0, False
+
+    def run(self, batch):
+        self.runs.append(batch)
+        need = self.fixed + self.per_sample * batch
+        if need > self.limit:
+            raise self.error(f"cannot allocate {need} bytes")
+        return need
+
+    def on_out_of_memory(self):
+        self.ooms += 1
+
+    def release(self):
+        self.released = True
+
+
+def sim(capacity="200MiB"):
+    return f"sim:capacity={capacity}"
+
+
+def probe(factory, **kw):
+    kw.setdefault("device", sim())
+    kw.setdefault("margin", 0.0)
+    kw.setdefault("peak_spread", 0.0)
+    return batchfit.measure_batch_size(factory, **kw)
+
+
+def test_finds_the_largest_batch_that_fits():
+    steps = []
+
+    def factory():
+        steps.append(LinearStep())
+        return steps[-1]
+
+    result = probe(factory)
+    # 10 MiB + b MiB <= 100 MiB (the step's own limit) and <= 200 MiB (the device)
+    assert result.batch_size == 90
+    assert len(steps) == 1 and steps[0].released
+    assert steps[0].ooms == sum(1 for t in result.trials if t.outcome == "oom") > 0
+    fits = [t for t in result.trials if t.outcome == "fits"]
+    assert all(t.peak_bytes == 10 * MIB + t.batch * MIB for t in fits)
+    assert result.fit is not None and result.fit.bytes_per_sample == pytest.approx(MIB)
+    data = json.loads(result.to_json())
+    assert data["result"]["batch_size"] == 90 and data["schema_version"] == 1
+
+
+def test_budget_from_memory_budget_and_margin():
+    result = probe(lambda: LinearStep(limit=10**12), memory_budget="60MiB", margin="10%")
+    # usable 60 MiB, margin 6 MiB: 10 + b <= 54
+    assert result.budget_bytes == 54 * MIB
+    assert result.batch_size == 44
+
+
+def test_requested_maximum_and_lattice():
+    result = probe(lambda: LinearStep(), max_batch_size=50)
+    assert result.batch_size == 50
+    result = probe(lambda: LinearStep(), lattice="power_of_two")
+    assert result.batch_size == 64
+    result = probe(lambda: LinearStep(), lattice=8, minimum=3)
+    assert result.batch_size == 88
+
+
+def test_context_manager_step_is_entered_and_exited():
+    events = []
+
+    class Managed:
+        def __enter__(self):
+            events.append("enter")
+            return LinearStep()
+
+        def __exit__(self, *exc):
+            events.append(("exit", exc))
+
+    result = probe(Managed)
+    assert result.batch_size == 90
+    assert events == ["enter", ("exit", (None, None, None))]
+
+
+def _weak_probe(step_cls, **kw):
+    refs = []
+
+    def factory():
+        step = step_cls()
+        refs.append(weakref.ref(step))
+        return step
+
+    return refs, factory
+
+
+def test_nothing_references_the_step_after_success():
+    refs, factory = _weak_probe(LinearStep)
+    probe(factory)
+    assert len(refs) == 1 and refs[0]() is None
+
+
+def test_nothing_references_the_step_after_oom_at_the_minimum():
+    refs, factory = _weak_probe(lambda: LinearStep(limit=1))
+    with pytest.raises(batchfit.MinimumDoesNotFit) as info:
+        probe(factory)
+    assert "minimum" in str(info.value)
+    assert info.value.result is not None and info.value.result.trials[0].outcome == "oom"
+    assert info.value.exit_status == 3
+    assert refs[0]() is None
+
+
+class Buggy(LinearStep):
+    def run(self, batch):
+        if batch > 5:
+            self.explode(batch)
+        return super().run(batch)
+
+    def explode(self, batch):
+        raise ValueError(f"bug at {batch}")
+
+
+def test_a_bug_stops_the_search_and_is_reraised_with_its_traceback():
+    refs, factory = _weak_probe(Buggy)
+    with pytest.raises(ValueError, match="bug at") as info:
+        probe(factory)
+    names = [entry.name for entry in info.traceback]
+    assert "explode" in names and "run" in names
+    assert refs[0]() is None
+    result = info.value.batchfit_result
+    assert result.trials[-1].outcome == "error"
+    assert "ValueError: bug at" in result.trials[-1].reason
+    assert "not out-of-memory" in result.error
+
+
+def test_keyboard_interrupt_aborts_releases_and_is_reraised():
+    released = []
+
+    class Interrupted(LinearStep):
+        def run(self, batch):
+            if batch > 1:
+                raise KeyboardInterrupt
+            return super().run(batch)
+
+        def release(self):
+            released.append(True)
+
+    refs, factory = _weak_probe(Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        probe(factory)
+    assert released == [True] and refs[0]() is None
+    # The interrupt was consumed: the next probe runs normally.
+    assert probe(lambda: LinearStep()).batch_size == 90
+
+
+def test_keyboard_interrupt_in_the_factory():
+    def factory():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        probe(factory)
+    assert probe(lambda: LinearStep()).batch_size == 90
+
+
+@pytest.mark.parametrize("error, oom", [
+    (MemoryError("x"), True),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:75] DefaultCPUAllocator: can't allocate "
+                  "memory: you tried to allocate 123 bytes"), True),
+    (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
+    (RuntimeError("shape mismatch"), False),
+    (ValueError("out of memory"), False),
+    (KeyError("oom"), False),
+])
+def test_out_of_memory_is_told_from_bugs(error, oom):
+    assert batchfit.is_out_of_memory(error) is oom
+
+
+def test_cpu_allocator_failure_counts_as_oom_in_a_probe():
+    def alloc_error(message):
+        return RuntimeError("DefaultCPUAllocator: can't allocate memory: " + message)
+
+    result = probe(lambda: LinearStep(error=alloc_error))
+    assert result.batch_size == 90
+
+
+def test_factory_out_of_memory_means_the_model_does_not_fit():
+    def factory():
+        raise MemoryError("the model itself")
+
+    with pytest.raises(batchfit.MinimumDoesNotFit, match="could not even be built"):
+        probe(factory)
+
+
+def test_probe_batch_size_takes_a_plain_callable():
+    seen = []
+
+    def infer(batch):
+        seen.append(batch)
+        if batch > 33:
+            raise MemoryError
+        return 1000 * batch
+
+    result = batchfit.probe_batch_size(infer, device=sim(), margin=0.0, peak_spread=0.0)
+    assert result.batch_size == 33 and 34 in seen
+
+
+def test_errors_carry_the_library_message():
+    with pytest.raises(batchfit.InvalidArgument, match="sim"):
+        probe(lambda: LinearStep(), device="sim:bogus=1")
+    with pytest.raises(batchfit.ParseError, match="memory_budget"):
+        probe(lambda: LinearStep(), memory_budget="lots")
+    with pytest.raises(batchfit.ParseError, match="strategy"):
+        probe(lambda: LinearStep(), strategy="guess")
+    with pytest.raises(batchfit.InvalidArgument):
+        probe(lambda: LinearStep(), margin=1.5)
+
+
+def test_no_usable_device_falls_back_with_a_warning_or_fails():
+    result = probe(lambda: LinearStep(), device="sim:capacity=1GiB,unavailable=no driver",
+                   max_batch_size=24)
+    assert result.batch_size == 24 and any("no driver" in w for w in result.warnings)
+    with pytest.raises(batchfit.NoDevice, match="no driver"):
+        probe(lambda: LinearStep(), device="sim:capacity=1GiB,unavailable=no driver",
+              no_device="error")
+
+
+@pytest.mark.parametrize("hp, expected", [
+    (None, None), ({}, None), ({"max_batch_size": None}, None), ({"max_batch_size": ""}, None),
+    ({"max_batch_size": 0}, None), ({"max_batch_size": "0"}, None),
+    ({"max_batch_size": 32}, 32), ({"max_batch_size": " 48 "}, 48),
+    ({"max_batch_size": 16.0}, 16), ({"batch_size": 64}, None),
+    ({"batch_size": 64, "max_batch_size": 8}, 8),
+])
+def test_requested_batch_size(hp, expected):
+    assert batchfit.requested_batch_size(hp) == expected
+
+
+@pytest.mark.parametrize("bad", [-1, "-3", "abc", 2.5, True, "1e3x"])
+def test_requested_batch_size_rejects_bad_values(bad):
+    with pytest.raises(batchfit.InvalidArgument, match="max_batch_size"):
+        batchfit.requested_batch_size({"max_batch_size": bad})
+
+
+def test_vram_flag_matches_the_cli(monkeypatch):
+    assert batchfit.VRAM_LIMIT_GB_FLAG == "--vram-limit-gb"
+    help_text = subprocess.run([str(BUILD / "batchfit"), "probe", "--help"], check=True,
+                               capture_output=True, text=True).stdout
+    # The CLI wraps its help; the words are the same.
+    assert " ".join(batchfit.VRAM_LIMIT_GB_HELP.split()) in " ".join(help_text.split())
+    parser = argparse.ArgumentParser()
+    batchfit.add_vram_limit_argument(parser)
+    assert parser.parse_args(["--vram-limit-gb", "1.5"]).vram_limit_gb == 1.5
+    assert parser.parse_args([]).vram_limit_gb is None
+    assert batchfit.VRAM_LIMIT_GB_HELP in parser.format_help().replace("\n", " ") or \
+        "Precedence" in parser.format_help()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--vram-limit-gb", "0"])
+
+
+def test_vram_precedence(monkeypatch):
+    monkeypatch.delenv("VRAM_LIMIT_GB", raising=False)
+    monkeypatch.delenv("BATCHFIT_VRAM_LIMIT_GB", raising=False)
+    assert batchfit.resolve_vram_limit() == (0, "none")
+    monkeypatch.setenv("BATCHFIT_VRAM_LIMIT_GB", "2")
+    assert batchfit.resolve_vram_limit() == (2 * 2**30, "environment variable BATCHFIT_VRAM_LIMIT_GB")
+    monkeypatch.setenv("VRAM_LIMIT_GB", "1")
+    assert batchfit.resolve_vram_limit() == (2**30, "environment variable VRAM_LIMIT_GB")
+    monkeypatch.setenv("VRAM_LIMIT_GB", "")  # empty counts as unset
+    assert batchfit.resolve_vram_limit()[0] == 2 * 2**30
+    assert batchfit.resolve_vram_limit("0.5") == (2**29, "--vram-limit-gb")
+    for bad in ("0", "-1", "nan", "inf", "lots"):
+        with pytest.raises(batchfit.ParseError):
+            batchfit.resolve_vram_limit(bad)
+    monkeypatch.setenv("VRAM_LIMIT_GB", "nan")
+    with pytest.raises(batchfit.ParseError, match="VRAM_LIMIT_GB"):
+        batchfit.resolve_vram_limit()
+
+
+def test_limit_cuda_memory_is_read_back_by_the_probes(monkeypatch):
+    monkeypatch.setenv("VRAM_LIMIT_GB", "8")
+    try:
+        assert batchfit.limit_cuda_memory(0.0625) == 64 * MIB
+        assert batchfit.resolve_vram_limit() == (64 * MIB, "limit_cuda_memory()")
+        result = probe(lambda: LinearStep(limit=10**12))
+        assert result.data["vram_limit"] == {"bytes": 64 * MIB, "source": "limit_cuda_memory()"}
+        assert result.batch_size == 54  # 10 MiB + b MiB <= 64 MiB
+        # An explicit argument still wins.
+        assert probe(lambda: LinearStep(limit=10**12), vram_limit_gb=0.125).batch_size == 118
+    finally:
+        batchfit.limit_cuda_memory(None)
+    assert batchfit.resolve_vram_limit()[1] == "environment variable VRAM_LIMIT_GB"
+
+
+def test_recovery_keeps_the_effective_batch_through_an_injected_oom():
+    resized = []
+    seen_samples = []
+    limit = {"micro": 64}
+    rec = batchfit.Recovery(global_batch=64, micro_batch=64, grow_after=2,
+                            on_resize=resized.append)
+    injected = 0
+    for step in range(8):
+        while True:
+            plan = rec.plan
+            try:
+                samples = 0
+                for micro in plan.micro_batches():
+                    if step == 2 and injected == 0 or micro > limit["micro"]:
+                        injected += 1
+                        raise MemoryError("injected")
+                    samples += micro
+                break
+            except MemoryError as exc:
+                assert rec.is_out_of_memory(exc)
+                limit["micro"] = 40  # memory got tighter: 64 no longer fits
+                rec.out_of_memory()
+        seen_samples.append(samples)
+        rec.step_ok()
+    assert seen_samples == [64] * 8  # the same effective batch on every step
+    assert resized and all(p.effective_batch == 64 for p in resized)
+    assert resized[0].micro_batch == 32 and resized[0].accumulation == 2
+    rec.close()
+
+
+def test_recovery_refuses_below_the_minimum():
+    with batchfit.Recovery(global_batch=8, micro_batch=2, min_batch=2) as rec:
+        with pytest.raises(batchfit.MinimumDoesNotFit):
+            rec.out_of_memory()
+
+
+def test_recovery_resize_callback_exception_is_reraised():
+    def resize(plan):
+        raise RuntimeError("loader broke")
+
+    with batchfit.Recovery(global_batch=8, micro_batch=8, on_resize=resize) as rec:
+        with pytest.raises(RuntimeError, match="loader broke"):
+            rec.out_of_memory()
+
+
+def test_probe_command_runs_the_library_command_probe():
+    tool = str(BUILD / "tests" / "childtool")
+    result = batchfit.probe_command([tool, "grow", "1024", "4096"], device="host",
+                                    memory_budget="64MiB", max_trials=30)
+    assert result.batch_size is not None and result.batch_size > 1
+    assert result.data["command"][0] == tool
+    fits = [t for t in result.trials if t.outcome == "fits" and t.batch == result.batch_size]
+    assert fits and fits[0].peak_bytes <= result.budget_bytes
+    with pytest.raises(batchfit.InvalidArgument):
+        batchfit.probe_command("not a list")
+
+
+def test_probe_command_bug_is_a_trial_error():
+    tool = str(BUILD / "tests" / "childtool")
+    with pytest.raises(batchfit.TrialError) as info:
+        batchfit.probe_command([tool, "print", "Traceback: boom", "3"], device="host",
+                               memory_budget="64MiB", cgroups=False)
+    assert info.value.exit_status == 4 and info.value.result.trials[0].outcome == "error"
+
+
+def _svg_ok(path):
+    subprocess.run(["xmllint", "--noout", str(path)], check=True)
+    return Path(path).read_text()
+
+
+def test_plot_draws_every_kind_of_trial(tmp_path):
+    result = probe(lambda: LinearStep(), memory_budget="150MiB", margin="5%",
+                   vram_limit_gb=0.1875, peak_spread=0.02)
+    svg = _svg_ok(result.plot(tmp_path / "p.svg") and tmp_path / "p.svg")
+    assert svg.startswith("<?xml") and "</svg>" in svg
+    assert f"batch_size={result.batch_size}" in svg
+    assert "budget" in svg and "VRAM limit" in svg and "margin" in svg and "fit " in svg
+    for i, t in enumerate(result.trials, 1):
+        assert f"trial {i}: batch {t.batch} " in svg
+    assert "out of memory" in svg and "MiB" in svg
+
+
+def test_plot_of_a_failed_probe_and_odd_text(tmp_path):
+    with pytest.raises(ValueError) as info:
+        probe(lambda: Buggy(), name="<&\"step\">")
+    result = info.value.batchfit_result
+    svg = result.plot()
+    (tmp_path / "e.svg").write_text(svg)
+    _svg_ok(tmp_path / "e.svg")
+    assert "error" in svg and "bug at" in svg
+
+
+def test_cli_plot_reads_the_json_back(tmp_path):
+    result = probe(lambda: LinearStep())
+    (tmp_path / "r.json").write_text(result.to_json())
+    out = tmp_path / "r.svg"
+    subprocess.run([str(BUILD / "batchfit"), "plot", str(tmp_path / "r.json"), "-o", str(out)],
+                   check=True)
+    assert _svg_ok(out) == result.plot()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 7}')
+    proc = subprocess.run([str(BUILD / "batchfit"), "plot", str(bad), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "schema_version" in proc.stderr
+
+
+def test_library_found_through_batchfit_library():
+    env = dict(os.environ, BATCHFIT_LIBRARY=str(BUILD / "nonexistent.so"))
+    proc = subprocess.run(["/usr/bin/python3", "-c", "import batchfit"], env=env,
+                          cwd=str(ROOT / "python"), capture_output=True, text=True)
+    assert proc.returncode != 0 and "BATCHFIT_LIBRARY" in proc.stderr
+
+
+def test_version_matches_the_package():
+    assert batchfit.version() == batchfit.__version__
+
+
+def test_cli_estimate_model_state_alone():
+    cmd = [str(BUILD / "batchfit"), "estimate", "--params", "7.5B", "--precision", "mixed16",
+           "--optimizer", "adam"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "model state        111.76 GiB (16 bytes per parameter)" in proc.stdout
+    assert "activations        unknown" in proc.stdout
+    proc = subprocess.run([str(BUILD / "batchfit"), "estimate", "--params", "1B", "--optimizer",
+                           "adam", "--device-memory", "8GiB"], capture_output=True, text=True)
+    assert proc.returncode == 3 and "the model state alone does not fit" in proc.stdout
+
+
+def test_small_requested_maximum_warns_with_both_numbers():
+    result = probe(lambda: LinearStep(limit=10**12), max_batch_size=20, memory_budget="110MiB")
+    # 10 MiB + 20 MiB of a 110 MiB budget; (110 - 10) / 1 = 100 would fit
+    assert result.batch_size == 20
+    assert result.warnings == ["max_batch_size=20 uses 27% of the budget; about 100 would fit "
+                               "(by the fit, not measured)"]

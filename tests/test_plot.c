@@ -1,0 +1,115 @@
+/* The result read back from its JSON, and drawn as SVG. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static batchfit_result *sim_probe(batchfit_ctx *ctx, const char *spec, uint64_t requested)
+{
+    batchfit_device *dev = NULL;
+    batchfit_result *result = NULL;
+    batchfit_options opts;
+    batchfit_options_init(&opts);
+    opts.requested_max = requested;
+    opts.vram_limit_bytes = UINT64_C(6) << 30;
+    if (batchfit_device_open(ctx, spec, &dev) == BATCHFIT_OK)
+        batchfit_probe(ctx, &opts, dev, batchfit_sim_step(), NULL, &result);
+    batchfit_device_free(dev);
+    return result;
+}
+
+TEST(result_json_round_trip)
+{
+    batchfit_ctx *ctx = NULL;
+    CHECK_EQ(batchfit_ctx_create(NULL, &ctx), BATCHFIT_OK);
+    batchfit_result *r = sim_probe(ctx, "sim:capacity=8GiB,fixed=1GiB,per_sample=40MiB,noise=2%",
+                                   0);
+    CHECK(r != NULL);
+    const char *json = NULL;
+    CHECK_EQ(batchfit_result_json(ctx, r, &json), BATCHFIT_OK);
+    char *first = strdup(json);
+    batchfit_result *back = NULL;
+    CHECK_EQ(batchfit_result_from_json(ctx, first, strlen(first), &back), BATCHFIT_OK);
+    CHECK_EQ(back->batch_size, r->batch_size);
+    CHECK_EQ(back->trial_count, r->trial_count);
+    CHECK_EQ(back->budget.budget_bytes, r->budget.budget_bytes);
+    CHECK_EQ(back->budget.vram_limit_bytes, UINT64_C(6) << 30);
+    const char *again = NULL;
+    CHECK_EQ(batchfit_result_json(ctx, back, &again), BATCHFIT_OK);
+    CHECK_STR(again, first);
+    /* The picture of both is the same picture. */
+    const char *svg1 = NULL, *svg2 = NULL;
+    CHECK_EQ(batchfit_result_svg(ctx, r, &svg1), BATCHFIT_OK);
+    CHECK_EQ(batchfit_result_svg(ctx, back, &svg2), BATCHFIT_OK);
+    CHECK_STR(svg1, svg2);
+    char answer[64];
+    snprintf(answer, sizeof answer, "batch_size=%llu</text>", (unsigned long long)r->batch_size);
+    CHECK_CONTAINS(svg1, answer);
+    CHECK_CONTAINS(svg1, "VRAM limit 6.00 GiB");
+    CHECK_CONTAINS(svg1, "trial 1: batch 1 fits");
+    free(first);
+    batchfit_result_free(back);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(result_from_json_rejects_what_it_cannot_read)
+{
+    static const struct {
+        const char *json, *message;
+    } bad[] = {
+        {"", "unexpected end"},
+        {"{\"schema_version\": 1,}", "expected a key"},
+        {"[1, 2]", "an object"},
+        {"{\"schema_version\": 2}", "schema_version 2 is not 1"},
+        {"{\"schema_version\": 1, \"trials\": [{\"batch\": -1}]}", "trials[0].batch"},
+        {"{\"schema_version\": 1, \"trials\": [{\"batch\": 3, \"outcome\": \"maybe\"}]}",
+         "outcome"},
+        {"{\"schema_version\": 1, \"budget\": {\"budget_bytes\": \"1\"}}", "budget.budget_bytes"},
+        {"{\"schema_version\": 1, \"strategy\": \"guess\"}", "strategy"},
+        {"{\"schema_version\": 1, \"s\": \"\\ud800\"}", "surrogate"},
+        {"{\"schema_version\": 1} x", "text after"},
+    };
+    batchfit_ctx *ctx = NULL;
+    CHECK_EQ(batchfit_ctx_create(NULL, &ctx), BATCHFIT_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        batchfit_result *r = (batchfit_result *)1;
+        CHECK_EQ(batchfit_result_from_json(ctx, bad[i].json, strlen(bad[i].json), &r),
+                 BATCHFIT_E_PARSE);
+        CHECK(r == NULL);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), bad[i].message);
+    }
+    /* Escapes are decoded and re-escaped: text survives the round trip. */
+    const char *odd = "{\"schema_version\": 1, \"warnings\": [\"a \\u00e9 \\ud83d\\ude00 <&>\"]}";
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_result_from_json(ctx, odd, strlen(odd), &r), BATCHFIT_OK);
+    CHECK_EQ(r->warning_count, 1);
+    CHECK_STR(r->warnings[0], "a \xc3\xa9 \xf0\x9f\x98\x80 <&>");
+    const char *svg = NULL;
+    CHECK_EQ(batchfit_result_svg(ctx, r, &svg), BATCHFIT_OK);
+    CHECK_CONTAINS(svg, "&lt;&amp;&gt;");
+    CHECK_CONTAINS(svg, "no batch size settled");
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(probe_warns_when_the_requested_maximum_uses_under_half)
+{
+    batchfit_ctx *ctx = NULL;
+    CHECK_EQ(batchfit_ctx_create(NULL, &ctx), BATCHFIT_OK);
+    batchfit_result *r = sim_probe(ctx, "sim:capacity=8GiB,fixed=1GiB,per_sample=40MiB", 32);
+    CHECK(r != NULL);
+    CHECK_EQ(r->batch_size, 32);
+    CHECK_EQ(r->warning_count, 1);
+    /* budget 95% of 6 GiB (the VRAM limit) = 5836.8 MiB: 2304 MiB is 39% of it, and
+     * (5836.8 - 1024) / 40 = 120 */
+    CHECK_CONTAINS(r->warnings[0], "max_batch_size=32 uses 39% of the budget; about 120 would fit");
+    batchfit_result_free(r);
+    /* At more than half of the budget, nothing to say. */
+    r = sim_probe(ctx, "sim:capacity=8GiB,fixed=1GiB,per_sample=40MiB", 100);
+    CHECK(r != NULL);
+    CHECK_EQ(r->batch_size, 100);
+    CHECK_EQ(r->warning_count, 0);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
