@@ -70,7 +70,8 @@ class CommandOptions(Structure):
                 ("timeout_seconds", c_double), ("kill_grace_seconds", c_double),
                 ("watchdog", c_int), ("enforce", c_int), ("crash_is_oom", c_int),
                 ("sample_interval", c_double), ("show_output", c_int), ("cgroups", c_int),
-                ("oom_patterns", POINTER(c_char_p)), ("vram_limit_text", c_char_p)]
+                ("oom_patterns", POINTER(c_char_p)), ("vram_limit_text", c_char_p),
+                ("enforce_address_space", c_int)]
 
 
 class RecoverPlan(Structure):
