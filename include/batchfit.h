@@ -278,12 +278,26 @@ typedef struct batchfit_backend_status {
     const char *reason;        /* why not, "" when available */
 } batchfit_backend_status;
 
+/* A GPU NVML sees while the CUDA driver offers none (no libcuda.so.1, as in a
+ * container with only the driver's utilities): listed, but it cannot be
+ * probed and cannot hold a margin here. */
+typedef struct batchfit_nvml_gpu {
+    unsigned index;            /* NVML's index (not CUDA's order) */
+    char name[96];
+    char uuid[96];
+    int memory_known;
+    uint64_t total_bytes;
+    uint64_t free_bytes;
+} batchfit_nvml_gpu;
+
 typedef struct batchfit_device_list {
     size_t backend_count;
     const batchfit_backend_status *backends;
     size_t device_count;
     const char *const *specs;  /* each device that can be opened: "cuda:0", ..., "host" */
     const char *auto_spec;     /* what "auto" opens here */
+    size_t nvml_only_count;    /* GPUs only NVML sees (when CUDA sees none) */
+    const batchfit_nvml_gpu *nvml_only;
 } batchfit_device_list;
 
 /* Looks at every backend (loading the NVIDIA libraries if present) and

@@ -15,6 +15,7 @@ typedef struct list_impl {
     char nvml_why[256];
     char host_why[256];
     char **specs;
+    batchfit_nvml_gpu *nvml_only;
 } list_impl;
 
 void batchfit_device_list_free(batchfit_device_list *list)
@@ -26,7 +27,40 @@ void batchfit_device_list_free(batchfit_device_list *list)
     for (size_t i = 0; l->specs && i < l->pub.device_count; i++)
         batchfit__free(&a, l->specs[i]);
     batchfit__free(&a, l->specs);
+    batchfit__free(&a, l->nvml_only);
     batchfit__free(&a, l);
+}
+
+/* The GPUs NVML sees, for a host where the CUDA driver shows none. */
+static int list_nvml_only(batchfit_ctx *ctx, list_impl *l)
+{
+    batchfit__nvml n;
+    if (batchfit__nvml_load(&n) != 0)
+        return BATCHFIT_OK;
+    unsigned count = 0;
+    int rc = BATCHFIT_OK;
+    if (n.device_count(&count) == 0 && count > 0) {
+        l->nvml_only = batchfit__calloc(&ctx->allocator, count, sizeof *l->nvml_only);
+        if (!l->nvml_only)
+            rc = BATCHFIT_E_NO_MEMORY;
+        for (unsigned i = 0; l->nvml_only && i < count; i++) {
+            batchfit_nvml_gpu *g = &l->nvml_only[l->pub.nvml_only_count];
+            void *dev = NULL;
+            if (n.by_index(i, &dev) != 0)
+                continue;
+            g->index = i;
+            if (n.name(dev, g->name, sizeof g->name) != 0)
+                batchfit__copy(g->name, sizeof g->name, "NVIDIA GPU");
+            if (n.uuid(dev, g->uuid, sizeof g->uuid) != 0)
+                g->uuid[0] = '\0';
+            g->memory_known =
+                batchfit__nvml_memory(&n, dev, &g->total_bytes, &g->free_bytes) == 0;
+            l->pub.nvml_only_count++;
+        }
+        l->pub.nvml_only = l->nvml_only;
+    }
+    batchfit__nvml_unload(&n);
+    return rc;
 }
 
 int batchfit_device_list_create(batchfit_ctx *ctx, batchfit_device_list **out)
@@ -71,6 +105,10 @@ int batchfit_device_list_create(batchfit_ctx *ctx, batchfit_device_list **out)
             return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory listing devices");
         }
         l->pub.device_count = i + 1;
+    }
+    if (!cuda_ok && nvml_ok && list_nvml_only(ctx, l) != BATCHFIT_OK) {
+        batchfit_device_list_free(&l->pub);
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory listing devices");
     }
     /* Whatever batchfit_device_open("auto") opens, so the rule lives there. */
     batchfit_device *picked = NULL;

@@ -5,6 +5,9 @@
 #include <string.h>
 
 #define MAX_GPUS 64
+#define NVML_ONLY_REASON                                                                      \
+    "seen by NVML only: without the CUDA driver (libcuda.so.1) it cannot be probed or hold a " \
+    "margin here"
 
 static void print_memory(const char *label, uint64_t total, uint64_t free_bytes)
 {
@@ -105,6 +108,25 @@ int cli_info(int argc, char **argv)
             jw_end_object(&w);
         }
         jw_end_array(&w);
+        jw_array(&w, "nvml_only");
+        for (size_t i = 0; i < list->nvml_only_count; i++) {
+            const batchfit_nvml_gpu *g = &list->nvml_only[i];
+            jw_object(&w, NULL);
+            jw_u64(&w, "nvml_index", g->index);
+            jw_string(&w, "name", g->name);
+            jw_string(&w, "uuid", g->uuid[0] ? g->uuid : NULL);
+            if (g->memory_known) {
+                jw_u64(&w, "total_bytes", g->total_bytes);
+                jw_u64(&w, "free_bytes", g->free_bytes);
+            } else {
+                jw_null(&w, "total_bytes");
+                jw_null(&w, "free_bytes");
+            }
+            jw_bool(&w, "can_probe", 0);
+            jw_string(&w, "reason", NVML_ONLY_REASON);
+            jw_end_object(&w);
+        }
+        jw_end_array(&w);
         jw_string(&w, "auto", list->auto_spec);
         jw_end_object(&w);
     } else {
@@ -143,6 +165,13 @@ int cli_info(int argc, char **argv)
         }
         if (host_ok)
             print_memory("  host    ", host_total, host_free);
+        for (size_t i = 0; i < list->nvml_only_count; i++) {
+            const batchfit_nvml_gpu *g = &list->nvml_only[i];
+            printf("  nvml %u  %s  %s\n", g->index, g->name, g->uuid[0] ? g->uuid : "-");
+            if (g->memory_known)
+                print_memory("          ", g->total_bytes, g->free_bytes);
+            printf("          %s\n", NVML_ONLY_REASON);
+        }
         printf("\n--device auto picks: %s\n", list->auto_spec);
     }
     for (size_t i = 0; i < gpus; i++)

@@ -1358,3 +1358,31 @@ TEST(cli_enforce_address_space_is_asked_for_by_name)
     CHECK_CONTAINS(r.err, "virtual-memory cap: RLIMIT_AS");
     CHECK_CONTAINS(r.err, "out of memory (CUDA C programs, generic): childtool: out of memory");
 }
+
+/* A container with NVIDIA's utilities but no CUDA driver library: batchfit
+ * info still lists every GPU NVML sees, and says it cannot probe them or
+ * hold a margin there; auto picks the host. */
+TEST(cli_info_lists_gpus_nvml_sees_without_cuda)
+{
+    char state[256], nvml[1024];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-nvmlonly", (long)getpid());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    unlink(state + 11);
+    const char *envs[] = {"FAKE_GPUS=80GiB,16GiB", state,
+                          "BATCHFIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1", nvml, NULL};
+    run r;
+    const char *info[] = {"info", NULL};
+    CHECK_EQ(cli_env(&r, info, envs), 0);
+    CHECK_CONTAINS(r.out, "cuda  unavailable: cannot load /nonexistent/libcuda.so.1");
+    CHECK_CONTAINS(r.out, "Fake GPU 80GB");
+    CHECK_CONTAINS(r.out, "Fake GPU 16GB");
+    CHECK_CONTAINS(r.out, "80.00 GiB total");
+    CHECK_CONTAINS(r.out, "cannot be probed or hold a margin here");
+    CHECK_CONTAINS(r.out, "--device auto picks: host");
+    const char *json[] = {"info", "--json", NULL};
+    CHECK_EQ(cli_env(&r, json, envs), 0);
+    CHECK(valid_json(r.out));
+    CHECK_CONTAINS(r.out, "\"nvml_only\": [");
+    CHECK_CONTAINS(r.out, "\"can_probe\": false");
+    unlink(state + 11);
+}
