@@ -19,5 +19,6 @@ int fuzz_template(const uint8_t *data, size_t size);
 int fuzz_json(const uint8_t *data, size_t size);
 int fuzz_sim_spec(const uint8_t *data, size_t size);
 int fuzz_cache(const uint8_t *data, size_t size);
+int fuzz_result(const uint8_t *data, size_t size);
 
 #endif

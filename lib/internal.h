@@ -38,7 +38,11 @@ int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...) BATCHFIT_P
 /* Records message as the failure's detail when code is not BATCHFIT_OK;
  * returns code. */
 int batchfit__fail_with(batchfit_ctx *ctx, int code, const char *message);
-/* Copies src into dst of size bytes, truncating; always terminates. */
+/* How many of s's first n bytes to keep so that a cut there does not split
+ * a UTF-8 character (n itself when it does not). */
+size_t batchfit__utf8_cut(const char *s, size_t n);
+/* Copies src into dst of size bytes, truncating between characters;
+ * always terminates. */
 void batchfit__copy(char *dst, size_t size, const char *src);
 /* snprintf into a caller's error buffer, tolerating NULL. */
 void batchfit__errf(char *err, size_t err_len, const char *fmt, ...) BATCHFIT_PRINTF(3, 4);

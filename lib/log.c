@@ -41,13 +41,27 @@ int batchfit__fail_with(batchfit_ctx *ctx, int code, const char *message)
     return code ? batchfit__fail(ctx, code, "%s", message) : code;
 }
 
+size_t batchfit__utf8_cut(const char *s, size_t n)
+{
+    /* Back over the continuation bytes of the last character; if that
+     * character does not fit whole in n bytes, end before it. */
+    size_t start = n;
+    while (start > 0 && ((unsigned char)s[start - 1] & 0xC0) == 0x80 && n - start < 3)
+        start--;
+    if (start == 0)
+        return n;
+    unsigned lead = (unsigned char)s[start - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return need > 1 && n - (start - 1) < need ? start - 1 : n;
+}
+
 void batchfit__copy(char *dst, size_t size, const char *src)
 {
     if (size == 0)
         return;
     size_t n = strlen(src);
     if (n >= size)
-        n = size - 1;
+        n = batchfit__utf8_cut(src, size - 1);
     memmove(dst, src, n);
     dst[n] = '\0';
 }

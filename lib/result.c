@@ -87,8 +87,10 @@ int batchfit__result_warn(batchfit_ctx *ctx, batchfit_result *result, const char
     char text[BATCHFIT_ERRMSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    int len = vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    if (len >= (int)sizeof text)
+        text[batchfit__utf8_cut(text, sizeof text - 1)] = '\0';
     batchfit__log(ctx, BATCHFIT_LOG_WARN, "%s", text);
     void *array = r->warnings;
     if (grow(&r->allocator, &array, &r->warning_cap, r->pub.warning_count + 1,

@@ -45,3 +45,17 @@ TEST(log_fail_sets_last_error_and_returns_code)
     CHECK_STR(batchfit_ctx_last_error(NULL), "");
     batchfit_ctx_free(ctx);
 }
+
+/* Truncation never splits a UTF-8 character (the JSON would then escape
+ * half of one, and a read-back would not be a fixed point). */
+TEST(log_copy_cuts_between_utf8_characters)
+{
+    CHECK_EQ(batchfit__utf8_cut("ab\xc2\xa7", 3), 2);
+    CHECK_EQ(batchfit__utf8_cut("ab\xc2\xa7", 4), 4);
+    CHECK_EQ(batchfit__utf8_cut("a\xe2\x82\xac", 3), 1);
+    CHECK_EQ(batchfit__utf8_cut("a\xf0\x9f\x98\x80", 4), 1);
+    CHECK_EQ(batchfit__utf8_cut("abc", 2), 2);
+    char dst[4];
+    batchfit__copy(dst, sizeof dst, "ab\xc2\xa7xyz");
+    CHECK_STR(dst, "ab");
+}
