@@ -113,3 +113,44 @@ TEST(probe_warns_when_the_requested_maximum_uses_under_half)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* Every allocation of reading a result back and drawing it is failed in
+ * turn: a clean BATCHFIT_E_NO_MEMORY, no result half made, nothing leaked. */
+TEST(result_read_and_draw_every_allocation_failure_is_clean)
+{
+    batchfit_ctx *plain = test_ctx(NULL);
+    batchfit_result *source = sim_probe(plain, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB", 0);
+    CHECK(source != NULL);
+    const char *json = NULL;
+    CHECK_EQ(batchfit_result_json(plain, source, &json), BATCHFIT_OK);
+    char *text = strdup(json);
+    CHECK(text != NULL);
+    long total = -1;
+    for (long k = 0; total < 0 || k < total; k++) {
+        test_alloc_state st = {0, total < 0 ? -1 : k, 0, 0};
+        batchfit_ctx *ctx = test_ctx(&st);
+        CHECK(ctx != NULL);
+        batchfit_result *r = NULL;
+        const char *svg = NULL;
+        int rc = batchfit_result_from_json(ctx, text, strlen(text), &r);
+        if (rc != BATCHFIT_OK)
+            CHECK(r == NULL);
+        else
+            rc = batchfit_result_svg(ctx, r, &svg);
+        if (total < 0) {
+            CHECK_EQ(rc, BATCHFIT_OK);
+            CHECK(svg && strstr(svg, "<svg") != NULL);
+            total = st.calls;
+        } else {
+            CHECK_EQ(st.failures, 1);
+            CHECK_EQ(rc, BATCHFIT_E_NO_MEMORY);
+        }
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+        CHECK_EQ(st.outstanding, 0);
+    }
+    CHECK(total >= 10);
+    free(text);
+    batchfit_result_free(source);
+    batchfit_ctx_free(plain);
+}
