@@ -889,16 +889,30 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
         return;
     }
     if (d->signal) {
-        int capped = r->opts.enforce || r->opts.enforce_address_space;
-        int near_cap = capped && r->opts.enforce_bytes &&
-                       (double)peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
+        /* Near a resident cap, the peak says the trial was at its limit.
+         * Under the virtual-memory cap the resident peak says nothing (the
+         * address space is far larger); a crash that a failed allocation
+         * causes - SIGSEGV on its NULL, SIGABRT from a checking allocator,
+         * SIGBUS - is then the likely reading. */
+        int near_rss_cap = r->opts.enforce && r->opts.enforce_bytes &&
+                           (double)peak_bytes >= 0.9 * (double)r->opts.enforce_bytes;
+        int vm_crash = r->opts.enforce_address_space && r->opts.enforce_bytes &&
+                       (d->signal == SIGSEGV || d->signal == SIGABRT || d->signal == SIGBUS);
+        int near_cap = near_rss_cap || vm_crash;
         trial->outcome = near_cap && r->opts.crash_is_oom ? BATCHFIT_OOM : BATCHFIT_ERROR;
         if (near_cap) {
             batchfit_format_bytes((double)r->opts.enforce_bytes, limit, sizeof limit);
+            char reason[112];
+            if (near_rss_cap)
+                snprintf(reason, sizeof reason,
+                         "its peak %s was within 10%% of the --enforce cap of %s", peak, limit);
+            else
+                snprintf(reason, sizeof reason, "it ran under the virtual-memory cap of %s",
+                         limit);
             snprintf(trial->message, sizeof trial->message,
-                     "killed by signal %d (%s, status %d); its peak %s was within 10%% of the "
-                     "--enforce cap of %s: this looks like an unchecked allocation failing%s",
-                     d->signal, signal_name(d->signal), 128 + d->signal, peak, limit,
+                     "killed by signal %d (%s, status %d); %s: this looks like an unchecked "
+                     "allocation failing%s",
+                     d->signal, signal_name(d->signal), 128 + d->signal, reason,
                      r->opts.crash_is_oom ? " (counted as out of memory: --crash-is-oom)"
                                           : " (--crash-is-oom counts it as out of memory)");
         } else {
