@@ -218,6 +218,16 @@ typedef struct batchfit_device_s batchfit_device;
  *                        (BATCHFIT_CUDA_LIBRARY / BATCHFIT_NVML_LIBRARY override
  *                        the paths). Without a driver the device is returned
  *                        unavailable, with the reason.
+ *   "cuda:N,M,..."       several GPUs at once, in that order (at most
+ *   "cuda:all"           BATCHFIT_MAX_GPUS, no repeats); "all" is every GPU the
+ *                        driver shows and resolves to the list
+ *                        (batchfit_device_spec() says "cuda:0,1,..."). For a
+ *                        command that uses them all (torchrun): each GPU gets
+ *                        its own budget and ballast, the command sees exactly
+ *                        these GPUs, and a trial fits only if it fits on every
+ *                        one (batchfit_probe_command; the in-process probe
+ *                        refuses such a device). The device is unavailable
+ *                        when any of its GPUs is, with that GPU's reason.
  *   "sim:KEY=VALUE,..."  a simulated device (below).
  * Returns BATCHFIT_E_INVALID_ARGUMENT / BATCHFIT_E_PARSE for a malformed
  * spec (the message names the key), BATCHFIT_E_NO_MEMORY. A device that
@@ -244,7 +254,13 @@ BATCHFIT_API int batchfit_device_available(const batchfit_device *device, const 
 BATCHFIT_API int batchfit_device_memory(batchfit_device *device, uint64_t *total_out,
                                         uint64_t *free_out);
 
-/* What a device is. */
+/* The most GPUs one device may hold ("cuda:0,1,..."). */
+#define BATCHFIT_MAX_GPUS 16
+
+/* What a device is. For a device of several GPUs: kind "cuda", index and
+ * PCI bus id of the first, the names joined ("Fake GPU 80GB + Fake GPU
+ * 16GB", or "2 x NAME" when they agree), no UUID, per_process_memory only
+ * if every GPU has it; batchfit_device_describe_gpu() describes each. */
 typedef struct batchfit_device_info {
     size_t struct_size;        /* sizeof(batchfit_device_info), set by the caller */
     char kind[16];             /* "cuda", "host", "sim" */
@@ -260,6 +276,15 @@ typedef struct batchfit_device_info {
 
 /* Fills *info (whose struct_size the caller sets) with what the device is. */
 BATCHFIT_API int batchfit_device_describe(const batchfit_device *device, batchfit_device_info *info);
+
+/* How many GPUs the device is: 1 for "cuda:N", the list's length for
+ * "cuda:N,M,..." and "cuda:all", 0 for the host, a sim device or a device
+ * that is unavailable. */
+BATCHFIT_API size_t batchfit_device_gpu_count(const batchfit_device *device);
+/* Describes the device's i-th GPU (0 <= i < batchfit_device_gpu_count()):
+ * for "cuda:N" the device itself. BATCHFIT_E_INVALID_ARGUMENT past the end. */
+BATCHFIT_API int batchfit_device_describe_gpu(const batchfit_device *device, size_t i,
+                                              batchfit_device_info *info);
 
 /* Peak measurement for callers that run steps themselves: reset the
  * device's high-water mark of this process's memory to what is in use now,
@@ -333,11 +358,13 @@ typedef struct batchfit_trial_process {
     int oom_killed;              /* the kernel's OOM killer or a cgroup limit killed it */
     const char *peak_source;     /* static: "cgroup-v2 memory.peak", "cgroup-v1 ...",
                                     "rusage+sampling", "nvml per-process sampling",
-                                    "device free memory" */
+                                    "device free memory", and for several GPUs the same
+                                    with ", worst GPU against its own budget" */
     uint64_t sampled_peak_bytes; /* the largest sample of the process tree's memory */
     uint64_t rusage_peak_bytes;  /* wait4's ru_maxrss of the main process */
     uint64_t host_peak_bytes;    /* the host memory peak, kept when a GPU is judged */
-    int device_peak_known;       /* with a GPU: the sampled per-process peak */
+    int device_peak_known;       /* with a GPU: the sampled per-process peak (several GPUs:
+                                    the worst, scaled as batchfit_result.gpu_peaks says) */
     uint64_t device_peak_bytes;
     int device_free_drop_known;  /* the largest drop in the device's free memory */
     uint64_t device_free_drop_bytes;
@@ -530,6 +557,28 @@ typedef struct batchfit_budget {
     double peak_spread;         /* the spread guarded against */
 } batchfit_budget;
 
+/* One GPU of a device of several: what it is and the budget it is held to
+ * (batchfit_budget's figures, for this GPU). */
+typedef struct batchfit_gpu_budget {
+    char spec[16];              /* "cuda:2" */
+    char name[96];
+    char uuid[96];              /* "" if unknown */
+    uint64_t total_bytes;
+    uint64_t free_bytes;        /* free when the probe started */
+    uint64_t usable_bytes;      /* free, capped by the memory budget and the VRAM limit */
+    uint64_t margin_bytes;
+    uint64_t budget_bytes;      /* what a trial may use on this GPU */
+    uint64_t held_bytes;        /* ballast held on this GPU while trials ran */
+} batchfit_gpu_budget;
+
+/* One trial's memory on one GPU of a device of several. */
+typedef struct batchfit_gpu_peak {
+    int peak_known;
+    uint64_t peak_bytes;        /* NVML's per-process memory summed over the trial's process
+                                   tree (else the drop in the GPU's free memory), the largest
+                                   sample */
+} batchfit_gpu_peak;
+
 struct batchfit_result {
     size_t struct_size;
     batchfit_source source;
@@ -576,6 +625,19 @@ struct batchfit_result {
     uint64_t agreed_batch_size; /* what this rank should train with */
     size_t rank_count;
     const batchfit_rank_outcome *rank_outcomes;
+    /* A device of several GPUs ("cuda:0,2", "cuda:all"; 0 and NULL for any
+     * other device): each GPU's budget, in the device's order, and each
+     * trial's peak on each GPU, trial t's GPU g at gpu_peaks[t * gpu_count
+     * + g]. budget above is then the tightest GPU's (the smallest
+     * budget_bytes; gpus[budget_gpu]), and a trial's peak_bytes is its
+     * worst GPU's peak scaled to that budget: the largest
+     * ceil(peak_g * budget.budget_bytes / gpus[g].budget_bytes), so that it
+     * is within budget.budget_bytes exactly when every GPU's peak is within
+     * its own budget. With identical GPUs it is the largest peak. */
+    size_t gpu_count;
+    size_t budget_gpu;
+    const batchfit_gpu_budget *gpus;
+    const batchfit_gpu_peak *gpu_peaks;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */
@@ -672,8 +734,9 @@ BATCHFIT_API void batchfit_command_options_init(batchfit_command_options *copts)
  * watchdog or a peak over the budget; anything else is an error that stops
  * the search). The order is batchfit_probe's: decide, settle the budget,
  * look up the cache, hold the margin and VRAM limit as ballast on a GPU
- * (each trial sees only that GPU, by UUID), search, release, store in the
- * cache. No process of a trial outlives it; the ballast is released on
+ * (each trial sees only that GPU, by UUID; on a device of several GPUs,
+ * ballast on each and the trial sees exactly those, in order), search,
+ * release, store in the cache. No process of a trial outlives it; the ballast is released on
  * every path. Progress reaches opts->progress after every trial, with
  * trial->process filled. Returns as batchfit_probe does; a trial that could
  * not be started (fork, pipe, exec, memory) is BATCHFIT_E_TRIAL_ERROR with

@@ -72,6 +72,15 @@ void batchfit__cache_material(batchfit__buf *b, const batchfit_options *o, batch
     batchfit__buf_printf(b, "batchfit %s\ndevice %s %s %s %s %llu\n", BATCHFIT_VERSION_STRING,
                          batchfit_device_spec(device), info.kind, info.name, info.uuid,
                          (unsigned long long)total);
+    /* Several GPUs: each is part of what the answer depends on. */
+    for (unsigned i = 0; batchfit__device_is_list(device) && i < batchfit__device_gpus(device);
+         i++) {
+        batchfit_device *gpu = batchfit__device_gpu(device, i);
+        batchfit_device_describe(gpu, &info);
+        batchfit_device_memory(gpu, &total, &free_bytes);
+        batchfit__buf_printf(b, "gpu %s %s %s %llu\n", batchfit_device_spec(gpu), info.name,
+                             info.uuid, (unsigned long long)total);
+    }
     if (o->cache_key)
         batchfit__buf_printf(b, "key %s\n", o->cache_key);
     else

@@ -42,7 +42,14 @@ struct batchfit__runner_s {
     unsigned device_pids_capacity;
     batchfit__buf mechanisms;
     unsigned long wakeups; /* iterations of the last trial's watch loop */
-    char visible_env[160]; /* CUDA_VISIBLE_DEVICES=<uuid of the probed GPU>, or "" */
+    /* The GPUs trials run on (none: host memory), each with its own budget;
+     * a trial's GPU peak is the worst one's, scaled to opts.budget_bytes. */
+    unsigned gpu_count;
+    batchfit_device *gpu[BATCHFIT_MAX_GPUS];
+    uint64_t gpu_budget[BATCHFIT_MAX_GPUS];
+    batchfit_gpu_peak gpu_peak[BATCHFIT_MAX_GPUS]; /* the last trial's */
+    /* CUDA_VISIBLE_DEVICES=<the probed GPUs' UUIDs, in order>, or "" */
+    char visible_env[32 + BATCHFIT_MAX_GPUS * 97];
 };
 
 void batchfit__runner_options_init(batchfit__runner_options *opts)
@@ -110,13 +117,26 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
                          opts->watchdog && opts->budget_bytes ? "sampling" : "off");
     if (opts->watchdog && opts->budget_bytes)
         batchfit__buf_printf(m, " every %.0f ms", opts->sample_interval * 1000.0);
-    if (opts->device)
+    r->gpu_count = batchfit__device_gpus(opts->device);
+    for (unsigned i = 0; i < r->gpu_count; i++) {
+        r->gpu[i] = batchfit__device_gpu(opts->device, i);
+        r->gpu_budget[i] = opts->gpu_budget_bytes ? opts->gpu_budget_bytes[i] : opts->budget_bytes;
+    }
+    if (r->gpu_count == 1)
         batchfit__buf_printf(m,
                              "; gpu peak: %s every %.0f ms, with the device's free memory as a "
                              "cross-check",
-                             opts->device->ops->process_usage ? "nvml per-process sampling"
-                                                              : "device free memory",
+                             r->gpu[0]->ops->process_usage ? "nvml per-process sampling"
+                                                           : "device free memory",
                              opts->sample_interval * 1000.0);
+    else if (r->gpu_count > 1)
+        batchfit__buf_printf(m,
+                             "; gpu peak: %s on each of %u GPUs every %.0f ms, each judged "
+                             "against its own budget, with each GPU's free memory as a "
+                             "cross-check",
+                             r->gpu[0]->ops->process_usage ? "nvml per-process sampling"
+                                                           : "device free memory",
+                             r->gpu_count, opts->sample_interval * 1000.0);
     if (opts->enforce)
         batchfit__buf_printf(m, "; hard cap: %s",
                              r->cg.version == 2   ? "cgroup-v2 memory.max"
@@ -128,13 +148,26 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         batchfit__runner_free(r);
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
     }
-    /* Trials run on the probed GPU: it is the only one they see. */
-    batchfit_device_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    if (opts->device && batchfit_device_describe(opts->device, &info) == BATCHFIT_OK &&
-        info.uuid[0])
-        snprintf(r->visible_env, sizeof r->visible_env, "CUDA_VISIBLE_DEVICES=%s", info.uuid);
+    /* Trials run on the probed GPUs: they are the only ones they see, in
+     * the device's order. */
+    size_t used = 0;
+    for (unsigned i = 0; i < r->gpu_count; i++) {
+        batchfit_device_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        if (batchfit_device_describe(r->gpu[i], &info) != BATCHFIT_OK || !info.uuid[0]) {
+            /* Without its UUID a GPU of several cannot be named to the
+             * command; one GPU alone is then left as the environment has it. */
+            if (r->gpu_count == 1)
+                break;
+            batchfit__runner_free(r);
+            return batchfit__fail(ctx, BATCHFIT_E_DEVICE,
+                                  "%s: the driver gives no UUID, so trials cannot be shown only "
+                                  "these GPUs", batchfit_device_spec(r->gpu[i]));
+        }
+        used += (size_t)snprintf(r->visible_env + used, sizeof r->visible_env - used, "%s%s",
+                                 i ? "," : "CUDA_VISIBLE_DEVICES=", info.uuid);
+    }
     /* Orphaned grandchildren are reparented to us rather than to init, so
      * they can be found, killed and reaped after their trial. */
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -151,6 +184,13 @@ void batchfit__runner_free(batchfit__runner *runner)
     batchfit__proc_tree_free(&runner->tree);
     batchfit__free(&runner->ctx->allocator, runner->device_pids);
     batchfit__free(&runner->ctx->allocator, runner);
+}
+
+const batchfit_gpu_peak *batchfit__runner_gpu_peaks(const batchfit__runner *runner,
+                                                    unsigned *count)
+{
+    *count = runner ? runner->gpu_count : 0;
+    return runner ? runner->gpu_peak : NULL;
 }
 
 unsigned long batchfit__runner_wakeups(const batchfit__runner *runner)
@@ -543,11 +583,14 @@ static void kill_everything(batchfit__runner *r, pid_t pgid)
 }
 
 typedef struct watch {
-    int device_known;         /* per-process usage of the device was read */
-    uint64_t device_peak;
-    int free_known;
-    uint64_t free_start;
-    uint64_t free_min;
+    /* Each GPU's: per-process usage was read, its peak; its free memory. */
+    int device_known[BATCHFIT_MAX_GPUS];
+    uint64_t device_peak[BATCHFIT_MAX_GPUS];
+    int free_known[BATCHFIT_MAX_GPUS];
+    uint64_t free_start[BATCHFIT_MAX_GPUS];
+    uint64_t free_min[BATCHFIT_MAX_GPUS];
+    int watchdog_gpu;         /* the GPU that passed its budget, -1: none or the host */
+    uint64_t watchdog_gpu_seen;
     double start;
     double term_sent;
     int timed_out;
@@ -567,11 +610,29 @@ typedef struct watch {
     uint64_t host_oom_start;
 } watch;
 
-/* The trial's memory on its GPU: what NVML says the processes of its tree
- * use, and the drop in the device's free memory since the trial began. */
-static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now)
+uint64_t batchfit__scale_to_budget(uint64_t peak, uint64_t budget, uint64_t reference)
 {
-    batchfit_device *dev = r->opts.device;
+    if (budget == 0 || reference == 0 || budget == reference)
+        return peak;
+#ifdef __SIZEOF_INT128__
+    unsigned __int128 scaled = ((unsigned __int128)peak * reference + budget - 1) / budget;
+    return scaled > UINT64_MAX ? UINT64_MAX : (uint64_t)scaled;
+#else
+    long double scaled = (long double)peak * reference / budget;
+    if (scaled >= 18446744073709551615.0L)
+        return UINT64_MAX;
+    uint64_t whole = (uint64_t)scaled;
+    return (long double)whole < scaled ? whole + 1 : whole;
+#endif
+}
+
+/* The trial's memory on its GPUs: on each, what NVML says the processes of
+ * its tree use, and the drop in the GPU's free memory since the trial
+ * began. *now is the worst GPU's, scaled to the reference budget; *worst
+ * says which GPU that is and *worst_bytes its own figure. */
+static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now, int *worst,
+                         uint64_t *worst_bytes)
+{
     const batchfit__proc_tree *tree = &r->tree;
     if (tree->count + 1 > r->device_pids_capacity) {
         unsigned capacity = tree->capacity + 1;
@@ -588,22 +649,37 @@ static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now
     for (unsigned i = 0; i < tree->count; i++)
         if (tree->member[i].pid != (long)pid)
             pids[n++] = tree->member[i].pid;
-    uint64_t used = 0, total = 0, free_bytes = 0;
-    if (dev->ops->process_usage && dev->ops->process_usage(dev, pids, n, &used) == BATCHFIT_OK) {
-        w->device_known = 1;
-        if (used > w->device_peak)
-            w->device_peak = used;
-        *now = used;
-    }
-    if (dev->ops->memory(dev, &total, &free_bytes) == BATCHFIT_OK) {
-        if (!w->free_known) {
-            w->free_known = 1;
-            w->free_start = w->free_min = free_bytes;
-        } else if (free_bytes < w->free_min) {
-            w->free_min = free_bytes;
+    *worst = -1;
+    for (unsigned g = 0; g < r->gpu_count; g++) {
+        batchfit_device *dev = r->gpu[g];
+        uint64_t used = 0, total = 0, free_bytes = 0, here = 0;
+        int known = 0;
+        if (dev->ops->process_usage &&
+            dev->ops->process_usage(dev, pids, n, &used) == BATCHFIT_OK) {
+            w->device_known[g] = 1;
+            if (used > w->device_peak[g])
+                w->device_peak[g] = used;
+            here = used;
+            known = 1;
         }
-        if (!w->device_known)
-            *now = w->free_start - w->free_min;
+        if (dev->ops->memory(dev, &total, &free_bytes) == BATCHFIT_OK) {
+            if (!w->free_known[g]) {
+                w->free_known[g] = 1;
+                w->free_start[g] = w->free_min[g] = free_bytes;
+            } else if (free_bytes < w->free_min[g]) {
+                w->free_min[g] = free_bytes;
+            }
+            if (!w->device_known[g]) {
+                here = w->free_start[g] - w->free_min[g];
+                known = 1;
+            }
+        }
+        uint64_t scaled = batchfit__scale_to_budget(here, r->gpu_budget[g], r->opts.budget_bytes);
+        if (known && (*worst < 0 || scaled > *now)) {
+            *worst = (int)g;
+            *now = scaled;
+            *worst_bytes = here;
+        }
     }
     return 0;
 }
@@ -626,7 +702,9 @@ static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
     if (host > w->sampled_peak)
         w->sampled_peak = host;
     now = host;
-    if (r->opts.device && (rc = sample_device(r, pid, w, &now)) != 0)
+    int gpu = -1;
+    uint64_t gpu_bytes = 0;
+    if (r->gpu_count && (rc = sample_device(r, pid, w, &now, &gpu, &gpu_bytes)) != 0)
         return rc;
     if (w->done || w->watchdog_stopped)
         return 0;
@@ -639,6 +717,8 @@ static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
     } else if (r->opts.watchdog && r->opts.budget_bytes && now > r->opts.budget_bytes) {
         w->watchdog_limit = r->opts.budget_bytes;
         w->watchdog_seen = now;
+        w->watchdog_gpu = gpu;
+        w->watchdog_gpu_seen = gpu_bytes;
     } else {
         return 0;
     }
@@ -794,15 +874,41 @@ static void classify_stopped(const batchfit__runner *r, const watch *w, batchfit
     trial->process.watchdog_overshoot_bytes = w->watchdog_seen - w->watchdog_limit;
     batchfit_format_bytes((double)w->watchdog_seen, peak, sizeof peak);
     batchfit_format_bytes((double)w->watchdog_limit, limit, sizeof limit);
-    if (w->watchdog_is_cap)
+    if (w->watchdog_is_cap) {
         snprintf(trial->message, sizeof trial->message,
                  "stopped at the --enforce cap: its resident memory reached %s, past the cap of "
                  "%s (no cgroup: the cap is enforced by sampling every %.0f ms)",
                  peak, limit, r->opts.sample_interval * 1000.0);
-    else
+    } else if (r->gpu_count > 1 && w->watchdog_gpu >= 0) {
+        /* Several GPUs: the one that passed its own budget, in its own bytes. */
+        uint64_t own = r->gpu_budget[w->watchdog_gpu];
+        trial->process.watchdog_overshoot_bytes =
+            w->watchdog_gpu_seen > own ? w->watchdog_gpu_seen - own : 0;
+        batchfit_format_bytes((double)w->watchdog_gpu_seen, peak, sizeof peak);
+        batchfit_format_bytes((double)own, limit, sizeof limit);
+        snprintf(trial->message, sizeof trial->message,
+                 "stopped by the watchdog: its memory on %s reached %s, past that GPU's budget "
+                 "of %s", batchfit_device_spec(r->gpu[w->watchdog_gpu]), peak, limit);
+    } else
         snprintf(trial->message, sizeof trial->message,
                  "stopped by the watchdog: its memory reached %s, past the budget of %s", peak,
                  limit);
+}
+
+/* What a trial that ran out of memory on a GPU needed at least, scaled as
+ * its peak is: on one GPU what it held plus what it asked for; on several
+ * (the message does not say which ran out) at least its worst GPU's peak,
+ * and at least the smallest of that sum on any GPU. */
+static uint64_t gpu_need(const batchfit__runner *r, uint64_t worst, uint64_t tried)
+{
+    uint64_t least = UINT64_MAX;
+    for (unsigned g = 0; g < r->gpu_count; g++) {
+        uint64_t need = batchfit__scale_to_budget(r->gpu_peak[g].peak_bytes + tried,
+                                                  r->gpu_budget[g], r->opts.budget_bytes);
+        if (need < least)
+            least = need;
+    }
+    return least > worst ? least : worst;
 }
 
 static void classify(batchfit__runner *r, const watch *w, const output *o, batchfit_trial *trial)
@@ -821,15 +927,43 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     d->rusage_peak_bytes = (uint64_t)w->usage.ru_maxrss * 1024;
     peak_bytes = host_peak(r, w, d);
     d->host_peak_bytes = peak_bytes;
-    d->device_peak_known = w->device_known;
-    d->device_peak_bytes = w->device_peak;
-    d->device_free_drop_known = w->free_known;
-    d->device_free_drop_bytes = w->free_known ? w->free_start - w->free_min : 0;
-    if (r->opts.device) {
-        /* On a GPU the trial is judged by its GPU memory. */
-        peak_bytes = w->device_known ? w->device_peak : d->device_free_drop_bytes;
-        d->peak_source = w->device_known ? "nvml per-process sampling" : "device free memory";
-        peak_known = w->device_known || w->free_known;
+    if (r->gpu_count) {
+        /* On GPUs the trial is judged by its GPU memory: on several, by the
+         * worst GPU against its own budget, scaled to the reference one. */
+        int all_nvml = 1;
+        peak_known = 1;
+        peak_bytes = 0;
+        d->device_peak_known = d->device_free_drop_known = 1;
+        for (unsigned g = 0; g < r->gpu_count; g++) {
+            uint64_t drop = w->free_known[g] ? w->free_start[g] - w->free_min[g] : 0;
+            batchfit_gpu_peak *p = &r->gpu_peak[g];
+            p->peak_known = w->device_known[g] || w->free_known[g];
+            p->peak_bytes = w->device_known[g] ? w->device_peak[g] : drop;
+            uint64_t budget = r->gpu_budget[g], ref = r->opts.budget_bytes;
+            all_nvml = all_nvml && w->device_known[g];
+            peak_known = peak_known && p->peak_known;
+            d->device_peak_known = d->device_peak_known && w->device_known[g];
+            d->device_free_drop_known = d->device_free_drop_known && w->free_known[g];
+            uint64_t scaled = batchfit__scale_to_budget(p->peak_bytes, budget, ref);
+            uint64_t scaled_peak = batchfit__scale_to_budget(w->device_peak[g], budget, ref);
+            uint64_t scaled_drop = batchfit__scale_to_budget(drop, budget, ref);
+            if (scaled > peak_bytes)
+                peak_bytes = scaled;
+            if (scaled_peak > d->device_peak_bytes)
+                d->device_peak_bytes = scaled_peak;
+            if (scaled_drop > d->device_free_drop_bytes)
+                d->device_free_drop_bytes = scaled_drop;
+        }
+        if (!d->device_peak_known)
+            d->device_peak_bytes = 0;
+        if (!d->device_free_drop_known)
+            d->device_free_drop_bytes = 0;
+        if (r->gpu_count == 1)
+            d->peak_source = all_nvml ? "nvml per-process sampling" : "device free memory";
+        else
+            d->peak_source = all_nvml ? "nvml per-process sampling, worst GPU against its own "
+                                        "budget"
+                                      : "device free memory, worst GPU against its own budget";
     } else {
         peak_known = peak_bytes > 0;
     }
@@ -868,7 +1002,8 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     if (o->oom_source[0]) {
         trial->outcome = BATCHFIT_OOM;
         /* What it had plus what it asked for is a lower bound on its need. */
-        trial->peak_bytes = (r->opts.device ? peak_bytes : w->sampled_peak) + o->tried_bytes;
+        trial->peak_bytes = r->gpu_count ? gpu_need(r, peak_bytes, o->tried_bytes)
+                                         : w->sampled_peak + o->tried_bytes;
         trial->peak_known = trial->peak_bytes > 0;
         int room = (int)sizeof trial->message - 20 - (int)strlen(o->oom_source);
         snprintf(trial->message, sizeof trial->message, "out of memory (%s): %.*s",
@@ -981,6 +1116,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     r->wakeups = 0;
     watch w;
     memset(&w, 0, sizeof w);
+    w.watchdog_gpu = -1;
     w.start = batchfit__now();
     w.host_oom_known = batchfit__vmstat_oom_kills(&w.host_oom_start) == 0;
     if (batchfit__self_rss(&w.rss_at_fork) != 0)

@@ -23,12 +23,15 @@ static int open_spec(batchfit_ctx *ctx, const char *spec, batchfit_device **out)
         rc = batchfit__sim_open(ctx, spec[3] ? spec + 4 : "", dev);
     } else if (strcmp(spec, "host") == 0) {
         rc = batchfit__host_open(ctx, dev);
+    } else if (strncmp(spec, "cuda:", 5) == 0 &&
+               (strchr(spec + 5, ',') || strcmp(spec + 5, "all") == 0)) {
+        rc = batchfit__gpus_open(ctx, spec + 5, dev);
     } else if (strncmp(spec, "cuda:", 5) == 0) {
         rc = batchfit__cuda_open(ctx, spec + 5, dev);
     } else {
         rc = batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                            "unknown device \"%s\" (expected auto, host, cuda:N or "
-                            "sim:KEY=VALUE,...)",
+                            "unknown device \"%s\" (expected auto, host, cuda:N, cuda:N,M,..., "
+                            "cuda:all or sim:KEY=VALUE,...)",
                             spec);
     }
     if (rc) {
@@ -169,4 +172,38 @@ int batchfit_device_describe(const batchfit_device *device, batchfit_device_info
 double batchfit_device_peak_spread(const batchfit_device *device)
 {
     return device ? device->peak_spread : 0.0;
+}
+
+unsigned batchfit__device_gpus(const batchfit_device *device)
+{
+    if (!device || !device->available || !device->ops)
+        return 0;
+    if (device->ops->gpu_count)
+        return device->ops->gpu_count(device);
+    return strcmp(device->ops->kind, "cuda") == 0 ? 1 : 0;
+}
+
+batchfit_device *batchfit__device_gpu(const batchfit_device *device, unsigned i)
+{
+    if (i >= batchfit__device_gpus(device))
+        return NULL;
+    return device->ops->gpu ? device->ops->gpu(device, i) : (batchfit_device *)(uintptr_t)device;
+}
+
+int batchfit__device_is_list(const batchfit_device *device)
+{
+    return device && device->ops && device->ops->gpu_count;
+}
+
+size_t batchfit_device_gpu_count(const batchfit_device *device)
+{
+    return batchfit__device_gpus(device);
+}
+
+int batchfit_device_describe_gpu(const batchfit_device *device, size_t i,
+                                 batchfit_device_info *info)
+{
+    if (i >= batchfit__device_gpus(device))
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    return batchfit_device_describe(batchfit__device_gpu(device, (unsigned)i), info);
 }

@@ -57,6 +57,12 @@ void batchfit__result_complete(batchfit_ctx *ctx, batchfit_result *result, int c
 int batchfit__result_set_agreement(batchfit_result *result, batchfit_agree_mode mode,
                                    batchfit_rank_outcome *outcomes, size_t count, int status,
                                    int failed_rank);
+/* Gives the result room for count GPUs' budgets (zeroed) and returns it. */
+batchfit_gpu_budget *batchfit__result_set_gpus(batchfit_result *result, size_t count);
+/* Records the peaks on the result's GPUs of the trial at index trial (the
+ * next one to be added). */
+int batchfit__result_set_gpu_peaks(batchfit_result *result, size_t trial,
+                                   const batchfit_gpu_peak *peaks);
 /* Copies a NULL-terminated argv into result->command. */
 int batchfit__result_keep_command(batchfit_result *result, const char *const *argv);
 /* The allocator the result frees with. */
@@ -168,6 +174,10 @@ typedef struct batchfit_device_ops {
     /* Fills what the backend knows beyond kind and availability (name,
      * UUID, ...); optional. */
     void (*describe)(const batchfit_device *dev, batchfit_device_info *info);
+    /* A device of several GPUs: how many, and each (a "cuda:N" device);
+     * NULL for every other device. */
+    unsigned (*gpu_count)(const batchfit_device *dev);
+    batchfit_device *(*gpu)(const batchfit_device *dev, unsigned i);
 } batchfit_device_ops;
 
 struct batchfit_device_s {
@@ -188,6 +198,14 @@ struct batchfit_device_s {
 int batchfit__device_hold(batchfit_device *device, uint64_t bytes, uint64_t *held);
 void batchfit__device_release(batchfit_device *device);
 
+/* The GPUs of a device, as batchfit_device_gpu_count() counts them; the
+ * i-th is a "cuda:N" device (for "cuda:N" the device itself). is_list:
+ * opened from a list ("cuda:0,2", "cuda:all"), whose probes report each
+ * GPU. */
+unsigned batchfit__device_gpus(const batchfit_device *device);
+batchfit_device *batchfit__device_gpu(const batchfit_device *device, unsigned i);
+int batchfit__device_is_list(const batchfit_device *device);
+
 /* device_sim.c: simulated device memory for the sim step. alloc returns 0,
  * or -1 when the device is out of memory (or is not a sim device). */
 int batchfit__sim_alloc(batchfit_device *device, uint64_t bytes);
@@ -199,6 +217,8 @@ uint64_t batchfit__sim_in_use(const batchfit_device *device);
 int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *dev);
 int batchfit__host_open(batchfit_ctx *ctx, batchfit_device *dev);
 int batchfit__cuda_open(batchfit_ctx *ctx, const char *index, batchfit_device *dev);
+/* device_gpus.c: "cuda:" followed by a list ("0,2") or "all". */
+int batchfit__gpus_open(batchfit_ctx *ctx, const char *list, batchfit_device *dev);
 
 /* device_cuda.c: how many devices the CUDA driver shows (BATCHFIT_OK, or
  * BATCHFIT_E_NO_DEVICE with why), and whether NVML loads (1, or 0 with why). */
@@ -402,7 +422,11 @@ typedef struct batchfit__runner_options {
     int show_output;
     batchfit_cgroups cgroups;
     const batchfit__oom_table *oom; /* NULL = the built-in table */
-    batchfit_device *device;     /* a GPU the trial uses (NULL: host memory) */
+    batchfit_device *device;     /* the GPU or GPUs the trial uses (NULL: host memory) */
+    /* Each GPU's own budget, in the device's order (NULL: budget_bytes for
+     * each). The watchdog stops a trial when any GPU passes its own; a
+     * trial's peak is the worst GPU's, scaled to budget_bytes. */
+    const uint64_t *gpu_budget_bytes;
 } batchfit__runner_options;
 void batchfit__runner_options_init(batchfit__runner_options *opts);
 int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *opts,
@@ -422,6 +446,12 @@ void batchfit__timespec_from_seconds(double seconds, struct timespec *ts);
  * (the group is killed first), BATCHFIT_E_TRIAL_ERROR when the command
  * could not be started (the cause in the last error), BATCHFIT_E_NO_MEMORY. */
 int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_trial *trial);
+/* The last trial's peak on each GPU (*count of them; 0 without a GPU). */
+const batchfit_gpu_peak *batchfit__runner_gpu_peaks(const batchfit__runner *runner,
+                                                    unsigned *count);
+/* peak scaled from a GPU's budget to the reference budget, rounded up, so
+ * that it is within reference exactly when peak is within budget. */
+uint64_t batchfit__scale_to_budget(uint64_t peak, uint64_t budget, uint64_t reference);
 /* The interrupt request of batchfit_interrupt(): pending, and consumed. */
 int batchfit__interrupt_pending(void);
 void batchfit__interrupt_clear(void);

@@ -191,8 +191,24 @@ static const char *lattice_name(batchfit_lattice_kind k)
                                             : "every_integer";
 }
 
-static void write_trial(writer *w, const batchfit_trial *t)
+/* A trial on a device of several GPUs: each GPU's peak beside its budget. */
+static void write_trial_gpus(writer *w, const batchfit_result *r, size_t trial)
 {
+    array(w, "gpus");
+    for (size_t g = 0; g < r->gpu_count; g++) {
+        const batchfit_gpu_peak *p = &r->gpu_peaks[trial * r->gpu_count + g];
+        object(w, NULL);
+        string(w, "spec", r->gpus[g].spec);
+        u64_or_null(w, "peak_bytes", p->peak_known, p->peak_bytes);
+        u64(w, "budget_bytes", r->gpus[g].budget_bytes);
+        end_object(w);
+    }
+    end_array(w);
+}
+
+static void write_trial(writer *w, const batchfit_result *r, size_t index)
+{
+    const batchfit_trial *t = &r->trials[index];
     const batchfit_trial_process *d = t->process.ran ? &t->process : NULL;
     object(w, NULL);
     u64(w, "batch", t->batch);
@@ -217,6 +233,8 @@ static void write_trial(writer *w, const batchfit_trial *t)
         u64_or_null(w, "watchdog_overshoot_bytes", d->watchdog_stopped,
                     d->watchdog_overshoot_bytes);
     }
+    if (r->gpu_count && r->gpu_peaks)
+        write_trial_gpus(w, r, index);
     number(w, "seconds", t->seconds);
     string(w, "reason", t->message[0] ? t->message : NULL);
     end_object(w);
@@ -246,6 +264,27 @@ static void write_agreement(writer *w, const batchfit_result *r)
     }
     end_array(w);
     end_object(w);
+}
+
+/* A device of several GPUs: each one and the budget it was held to. */
+static void write_gpus(writer *w, const batchfit_result *r)
+{
+    array(w, "gpus");
+    for (size_t g = 0; g < r->gpu_count; g++) {
+        const batchfit_gpu_budget *b = &r->gpus[g];
+        object(w, NULL);
+        string(w, "spec", b->spec);
+        string(w, "name", b->name);
+        string(w, "uuid", b->uuid[0] ? b->uuid : NULL);
+        u64(w, "total_bytes", b->total_bytes);
+        u64(w, "free_bytes", b->free_bytes);
+        u64(w, "usable_bytes", b->usable_bytes);
+        u64(w, "margin_bytes", b->margin_bytes);
+        u64(w, "budget_bytes", b->budget_bytes);
+        u64(w, "held_bytes", b->held_bytes);
+        end_object(w);
+    }
+    end_array(w);
 }
 
 int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
@@ -284,7 +323,11 @@ int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
     else
         null(&w, "peak_spread");
     u64_or_null(&w, "memory_budget_bytes", r->memory_budget_bytes != 0, r->memory_budget_bytes);
+    if (r->gpu_count)
+        string(&w, "gpu", r->gpus[r->budget_gpu].spec);
     end_object(&w);
+    if (r->gpu_count)
+        write_gpus(&w, r);
 
     object(&w, "vram_limit");
     u64_or_null(&w, "bytes", b->vram_limit_bytes != 0, b->vram_limit_bytes);
@@ -310,7 +353,7 @@ int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
 
     array(&w, "trials");
     for (size_t i = 0; i < r->trial_count; i++)
-        write_trial(&w, &r->trials[i]);
+        write_trial(&w, r, i);
     end_array(&w);
 
     if (r->fit.valid) {

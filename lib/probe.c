@@ -49,11 +49,11 @@ static int fallback(batchfit_ctx *ctx, const batchfit_options *opts, const char 
                                  why, (unsigned long long)size, from);
 }
 
-/* Settles usable memory, margin and budget from the device's free memory. */
-int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
-                            batchfit_device *device, batchfit_result *result)
+/* Settles usable memory, margin and budget of one device (or one GPU of
+ * several, named by gpu) from its free memory. */
+static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
+                      const char *gpu, batchfit_result *result, batchfit_budget *b)
 {
-    batchfit_budget *b = &result->budget;
     int rc = batchfit_device_memory(device, &b->total_bytes, &b->free_bytes);
     if (rc)
         return rc;
@@ -63,9 +63,10 @@ int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
         if (opts->memory_budget_bytes > b->free_bytes) {
             rc = batchfit__result_warn(ctx, result,
                                        "the memory budget of %llu bytes exceeds the %llu bytes "
-                                       "free on the device; using what is free",
+                                       "free on %s; using what is free",
                                        (unsigned long long)opts->memory_budget_bytes,
-                                       (unsigned long long)b->free_bytes);
+                                       (unsigned long long)b->free_bytes,
+                                       gpu ? gpu : "the device");
             if (rc)
                 return rc;
         } else {
@@ -83,13 +84,85 @@ int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
      * margin of 100% is), not a measurement that nothing fits. */
     if (b->margin_bytes >= b->usable_bytes)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "the margin of %llu bytes leaves nothing of the %llu usable bytes; "
+                              "the margin of %llu bytes leaves nothing of the %llu usable bytes%s%s; "
                               "give a smaller margin",
                               (unsigned long long)b->margin_bytes,
-                              (unsigned long long)b->usable_bytes);
+                              (unsigned long long)b->usable_bytes, gpu ? " on " : "",
+                              gpu ? gpu : "");
     b->budget_bytes = b->usable_bytes - b->margin_bytes;
     b->peak_spread = opts->peak_spread >= 0.0 ? opts->peak_spread
                                               : batchfit_device_peak_spread(device);
+    return BATCHFIT_OK;
+}
+
+/* A device of several GPUs: a budget for each, and the result's budget is
+ * the tightest one's, which trials' peaks are scaled to. */
+static int settle_gpus(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
+                       batchfit_result *result)
+{
+    unsigned count = batchfit__device_gpus(device);
+    batchfit_gpu_budget *gpus = batchfit__result_set_gpus(result, count);
+    if (!gpus)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording the GPUs");
+    for (unsigned i = 0; i < count; i++) {
+        batchfit_device *gpu = batchfit__device_gpu(device, i);
+        batchfit_budget b;
+        memset(&b, 0, sizeof b);
+        int rc = settle_one(ctx, opts, gpu, batchfit_device_spec(gpu), result, &b);
+        if (rc) {
+            result->gpu_count = 0;
+            return rc;
+        }
+        batchfit_device_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        batchfit_device_describe(gpu, &info);
+        batchfit_gpu_budget *g = &gpus[i];
+        batchfit__copy(g->spec, sizeof g->spec, batchfit_device_spec(gpu));
+        batchfit__copy(g->name, sizeof g->name, info.name);
+        batchfit__copy(g->uuid, sizeof g->uuid, info.uuid);
+        g->total_bytes = b.total_bytes;
+        g->free_bytes = b.free_bytes;
+        g->usable_bytes = b.usable_bytes;
+        g->margin_bytes = b.margin_bytes;
+        g->budget_bytes = b.budget_bytes;
+        if (i == 0 || b.budget_bytes < result->budget.budget_bytes) {
+            result->budget = b;
+            result->budget_gpu = i;
+        }
+    }
+    result->budget.peak_spread = opts->peak_spread >= 0.0 ? opts->peak_spread
+                                                          : batchfit_device_peak_spread(device);
+    return BATCHFIT_OK;
+}
+
+/* Settles usable memory, margin and budget from the device's free memory. */
+int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
+                            batchfit_device *device, batchfit_result *result)
+{
+    if (batchfit__device_is_list(device))
+        return settle_gpus(ctx, opts, device, result);
+    return settle_one(ctx, opts, device, NULL, result, &result->budget);
+}
+
+/* Ballast makes the budget real: what runs sees exactly the budget, on
+ * each GPU of a device of several. What was held is released on failure. */
+static int hold_ballast(batchfit_device *device, batchfit_result *result)
+{
+    batchfit_budget *b = &result->budget;
+    if (!batchfit__device_is_list(device))
+        return batchfit__device_hold(device, b->free_bytes - b->budget_bytes, &b->held_bytes);
+    batchfit_gpu_budget *gpus = (batchfit_gpu_budget *)(uintptr_t)result->gpus;
+    for (unsigned i = 0; i < result->gpu_count; i++) {
+        batchfit_gpu_budget *g = &gpus[i];
+        int rc = batchfit__device_hold(batchfit__device_gpu(device, i),
+                                       g->free_bytes - g->budget_bytes, &g->held_bytes);
+        if (rc) {
+            batchfit__device_release(device);
+            return rc;
+        }
+    }
+    b->held_bytes = gpus[result->budget_gpu].held_bytes;
     return BATCHFIT_OK;
 }
 
@@ -223,9 +296,7 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
     rc = cache_lookup(ctx, opts, src, device, result, dir, sizeof dir);
     if (rc)
         return rc;
-    /* Ballast makes the budget real: what runs sees exactly budget_bytes. */
-    batchfit_budget *b = &result->budget;
-    rc = batchfit__device_hold(device, b->free_bytes - b->budget_bytes, &b->held_bytes);
+    rc = hold_ballast(device, result);
     if (rc)
         return rc;
     rc = src->begin(src, ctx, device, result);
@@ -235,7 +306,7 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
         if (rc == BATCHFIT_OK)
             rc = warn_small_request(ctx, result);
     }
-    if (b->held_bytes)
+    if (result->budget.held_bytes || result->gpu_count)
         batchfit__device_release(device);
     if (rc == BATCHFIT_OK && dir[0] && result->source == BATCHFIT_SOURCE_MEASURED)
         rc = cache_save(ctx, src, dir, result);

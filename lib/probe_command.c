@@ -11,6 +11,9 @@ typedef struct command_source {
     const batchfit_command_options *copts;
     batchfit__oom_table *oom;
     batchfit__runner *runner;
+    batchfit_result *result;
+    batchfit_ctx *result_ctx;
+    uint64_t gpu_budget[BATCHFIT_MAX_GPUS];
     char vram_text[64];
 } command_source;
 
@@ -29,7 +32,15 @@ void batchfit_command_options_init(batchfit_command_options *copts)
 static int command_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
 {
     command_source *c = userdata;
-    return batchfit__runner_trial(c->runner, batch, trial);
+    int rc = batchfit__runner_trial(c->runner, batch, trial);
+    /* Each GPU's peak goes beside the trial the search records next. */
+    unsigned count = 0;
+    const batchfit_gpu_peak *peaks = batchfit__runner_gpu_peaks(c->runner, &count);
+    if (rc == BATCHFIT_OK && c->result->gpu_count &&
+        batchfit__result_set_gpu_peaks(c->result, c->result->trial_count, peaks) != BATCHFIT_OK)
+        return batchfit__fail(c->result_ctx, BATCHFIT_E_NO_MEMORY,
+                              "out of memory recording the trial's GPU peaks");
+    return rc;
 }
 
 static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *device,
@@ -59,9 +70,16 @@ static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *
     ro.show_output = co->show_output;
     ro.cgroups = co->cgroups;
     ro.oom = c->oom;
-    /* A GPU's trials are judged by their GPU memory; the host's by RSS. */
+    /* A GPU's trials are judged by their GPU memory (each GPU of several
+     * against its own budget); the host's by RSS. */
     if (strcmp(device->ops->kind, "cuda") == 0)
         ro.device = device;
+    c->result = result;
+    c->result_ctx = ctx;
+    for (size_t i = 0; i < result->gpu_count; i++)
+        c->gpu_budget[i] = result->gpus[i].budget_bytes;
+    if (result->gpu_count)
+        ro.gpu_budget_bytes = c->gpu_budget;
     ro.vram_limit_gb = co->vram_limit_text;
     if (!ro.vram_limit_gb && result->budget.vram_limit_bytes) {
         snprintf(c->vram_text, sizeof c->vram_text, "%.9g",

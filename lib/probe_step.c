@@ -110,6 +110,13 @@ int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_dev
     if (!step || step->struct_size < sizeof *step || !step->build || !step->run || !step->release)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "step: struct_size, build, run and release are required");
+    /* One step in this process reports one peak: it cannot be judged on
+     * each of several GPUs. */
+    if (batchfit__device_is_list(device))
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "device %s has several GPUs: an in-process step cannot be judged "
+                              "on each; probe a command that uses them (batchfit_probe_command)",
+                              batchfit_device_spec(device));
     step_source src = {
         .base = {.name = step->name,
                  .cache_key = opts->cache_key,

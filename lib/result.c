@@ -18,6 +18,9 @@ typedef struct result_impl {
     char *json;
     batchfit_rank_outcome *outcomes;
     char *svg;
+    batchfit_gpu_budget *gpus;
+    batchfit_gpu_peak *gpu_peaks; /* rows of gpu_count, one a trial */
+    size_t gpu_peak_rows;
 } result_impl;
 
 batchfit_result *batchfit__result_new(batchfit_ctx *ctx)
@@ -47,6 +50,8 @@ void batchfit_result_free(batchfit_result *result)
     batchfit__free(&a, r->json);
     batchfit__free(&a, r->outcomes);
     batchfit__free(&a, r->svg);
+    batchfit__free(&a, r->gpus);
+    batchfit__free(&a, r->gpu_peaks);
     batchfit__free(&a, r->trials);
     batchfit__free(&a, r);
 }
@@ -78,6 +83,35 @@ int batchfit__result_add_trial(batchfit_result *result, const batchfit_trial *tr
     r->pub.trials = r->trials;
     if (trial->outcome == BATCHFIT_OOM)
         r->pub.oom_trials++;
+    return BATCHFIT_OK;
+}
+
+batchfit_gpu_budget *batchfit__result_set_gpus(batchfit_result *result, size_t count)
+{
+    result_impl *r = (result_impl *)result;
+    batchfit_gpu_budget *gpus = batchfit__calloc(&r->allocator, count ? count : 1, sizeof *gpus);
+    if (!gpus)
+        return NULL;
+    batchfit__free(&r->allocator, r->gpus);
+    r->gpus = gpus;
+    r->pub.gpus = gpus;
+    r->pub.gpu_count = count;
+    return gpus;
+}
+
+int batchfit__result_set_gpu_peaks(batchfit_result *result, size_t trial,
+                                   const batchfit_gpu_peak *peaks)
+{
+    result_impl *r = (result_impl *)result;
+    size_t n = r->pub.gpu_count;
+    if (n == 0)
+        return BATCHFIT_OK;
+    void *array = r->gpu_peaks;
+    if (grow(&r->allocator, &array, &r->gpu_peak_rows, trial + 1, n * sizeof *peaks))
+        return BATCHFIT_E_NO_MEMORY;
+    r->gpu_peaks = array;
+    memcpy(r->gpu_peaks + trial * n, peaks, n * sizeof *peaks);
+    r->pub.gpu_peaks = r->gpu_peaks;
     return BATCHFIT_OK;
 }
 

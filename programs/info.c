@@ -17,6 +17,23 @@ static void print_memory(const char *label, uint64_t total, uint64_t free_bytes)
     printf("%s%s total, %s free\n", label, t, f);
 }
 
+/* What --device cuda:all opens here: the list it resolves to and the names
+ * of its GPUs; spec is "" when no GPU is usable. */
+static void cuda_all(batchfit_ctx *ctx, char *spec, size_t spec_len, char *names, size_t names_len)
+{
+    batchfit_device *all = NULL;
+    batchfit_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    spec[0] = names[0] = '\0';
+    if (batchfit_device_open(ctx, "cuda:all", &all) == BATCHFIT_OK &&
+        batchfit_device_available(all, NULL) && batchfit_device_describe(all, &info) == BATCHFIT_OK) {
+        snprintf(spec, spec_len, "%s", batchfit_device_spec(all));
+        snprintf(names, names_len, "%s", info.name);
+    }
+    batchfit_device_free(all);
+}
+
 int cli_info(int argc, char **argv)
 {
     int json = 0;
@@ -54,6 +71,8 @@ int cli_info(int argc, char **argv)
     int host_ok = host_backend->available &&
                   batchfit_device_open(ctx, "host", &host) == BATCHFIT_OK &&
                   batchfit_device_memory(host, &host_total, &host_free) == BATCHFIT_OK;
+    char all_spec[128], all_names[128];
+    cuda_all(ctx, all_spec, sizeof all_spec, all_names, sizeof all_names);
     if (json) {
         json_writer w;
         jw_begin(&w, stdout);
@@ -128,6 +147,7 @@ int cli_info(int argc, char **argv)
         }
         jw_end_array(&w);
         jw_string(&w, "auto", list->auto_spec);
+        jw_string(&w, "cuda_all", all_spec[0] ? all_spec : NULL);
         jw_end_object(&w);
     } else {
         printf("batchfit %s\n\nbackends:\n", batchfit_version_string());
@@ -173,6 +193,8 @@ int cli_info(int argc, char **argv)
             printf("          %s\n", NVML_ONLY_REASON);
         }
         printf("\n--device auto picks: %s\n", list->auto_spec);
+        if (all_spec[0])
+            printf("--device cuda:all means: %s (%s)\n", all_spec, all_names);
     }
     for (size_t i = 0; i < gpus; i++)
         batchfit_device_free(gpu[i]);

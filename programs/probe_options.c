@@ -213,7 +213,10 @@ static const option_def options[] = {
     {"--memory-budget", "SIZE", OPT_SPECIAL, 0, 0, set_memory_budget,
      "use SIZE instead of the device's free memory"},
     {"--device", "SPEC", OPT_TEXT, AT(device_spec), 0, NULL,
-     "auto, host, sim:KEY=VALUE,... or cuda:N (default auto: the first NVIDIA GPU, else host)"},
+     "auto, host, sim:KEY=VALUE,..., cuda:N, or several GPUs at once for a command that "
+     "uses them all: cuda:N,M,... (in that order) or cuda:all; each GPU gets its own budget "
+     "and a trial fits only if it fits on every one (default auto: the first NVIDIA GPU, "
+     "else host)"},
     {"--strategy", "NAME", OPT_SPECIAL, 0, 0, set_strategy,
      "model, bisect, binsearch, power or halving (default model)"},
     {"--max-trials", "N", OPT_COUNT, AT(max_trials), MAX_TRIALS_LIMIT, NULL,

@@ -15,7 +15,16 @@ static void print_preamble(const session *s, const batchfit_result *r)
                 r->cache_key, (unsigned long long)r->cache_remembered);
     if (r->mechanisms)
         fprintf(stderr, "batchfit: %s\n", r->mechanisms);
-    if (r->budget.held_bytes) {
+    if (r->gpu_count) {
+        /* Several GPUs: the ballast on each. */
+        fprintf(stderr, "batchfit: holding ballast while trials run:");
+        for (size_t i = 0; i < r->gpu_count; i++) {
+            char held[32];
+            batchfit_format_bytes((double)r->gpus[i].held_bytes, held, sizeof held);
+            fprintf(stderr, "%s %s on %s", i ? "," : "", held, r->gpus[i].spec);
+        }
+        fprintf(stderr, "\n");
+    } else if (r->budget.held_bytes) {
         char held[32];
         batchfit_format_bytes((double)r->budget.held_bytes, held, sizeof held);
         fprintf(stderr, "batchfit: holding %s of ballast on %s while trials run\n", held,
@@ -85,6 +94,26 @@ int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *user
     return probe_interrupted || probe_mpi_peer_failed(s->mpi) ? 1 : 0;
 }
 
+/* Several GPUs: each one's peak at the answer against its own budget. */
+static void print_gpus(const batchfit_result *r)
+{
+    for (size_t i = r->trial_count; r->gpu_count && i-- > 0;) {
+        const batchfit_trial *t = &r->trials[i];
+        if (t->batch != r->batch_size || !t->accepted)
+            continue;
+        for (size_t g = 0; g < r->gpu_count; g++) {
+            const batchfit_gpu_peak *p = &r->gpu_peaks[i * r->gpu_count + g];
+            char peak[32] = "unknown", budget[32];
+            if (p->peak_known)
+                batchfit_format_bytes((double)p->peak_bytes, peak, sizeof peak);
+            batchfit_format_bytes((double)r->gpus[g].budget_bytes, budget, sizeof budget);
+            fprintf(stderr, "  %s (%s): peak at batch %llu %s of its budget %s\n",
+                    r->gpus[g].spec, r->gpus[g].name, (unsigned long long)t->batch, peak, budget);
+        }
+        return;
+    }
+}
+
 void probe_print_summary(const session *s)
 {
     const batchfit_result *r = s->result;
@@ -110,8 +139,11 @@ void probe_print_summary(const session *s)
     if (too_close)
         fprintf(stderr, ", %zu too close to the budget", too_close);
     fprintf(stderr, ") with the %s strategy\n", batchfit_strategy_name(r->strategy));
-    fprintf(stderr, "  budget %s of %s usable (margin %s held back)\n", budget, usable, margin);
-    for (size_t i = r->trial_count; i-- > 0;) {
+    fprintf(stderr, "  budget %s of %s usable (margin %s held back)%s%s\n", budget, usable, margin,
+            r->gpu_count ? " on the tightest GPU, " : "",
+            r->gpu_count ? r->gpus[r->budget_gpu].spec : "");
+    print_gpus(r);
+    for (size_t i = r->trial_count; !r->gpu_count && i-- > 0;) {
         const batchfit_trial *t = &r->trials[i];
         if (t->batch == r->batch_size && t->accepted && t->peak_known) {
             char peak[32], headroom[32];

@@ -734,6 +734,68 @@ TEST(cli_gpu_probe_through_fake_libraries)
     unlink(state + 11);
 }
 
+/* Several GPUs at once through the fake NVIDIA libraries: info says what
+ * cuda:all means; a probe holds ballast on each GPU, the command sees them
+ * in the given order, and each GPU is judged against its own budget. */
+TEST(cli_multi_gpu_probe_through_fake_libraries)
+{
+    char state[256], cuda[1024], nvml[1024], json_path[256];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-climgpu", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-mgpu.json", (long)getpid());
+    unlink(state + 11);
+    const char *envs[] = {"FAKE_GPUS=16GiB,24GiB", state, cuda, nvml, NULL};
+    run r;
+    const char *info[] = {"info", NULL};
+    CHECK_EQ(cli_env(&r, info, envs), 0);
+    CHECK_CONTAINS(r.out, "--device cuda:all means: cuda:0,1 (Fake GPU 16GB + Fake GPU 24GB)");
+    const char *info_json[] = {"info", "--json", NULL};
+    CHECK_EQ(cli_env(&r, info_json, envs), 0);
+    CHECK(valid_json(r.out));
+    CHECK_CONTAINS(r.out, "\"cuda_all\": \"cuda:0,1\"");
+
+    /* cuda:1 (24 GiB) gets 100 MiB a sample and binds at 223; cuda:0 (16
+     * GiB, the smaller budget) gets 50 MiB and would allow 290. */
+    const char *probe[] = {"probe", "--device", "cuda:1,0", "--export-json", json_path, "--",
+                           tool(), "gpu-grow-each", "100,50", "1024", NULL};
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_STR(last_line(r.out), "batch_size=223");
+    CHECK_CONTAINS(r.err, "holding ballast while trials run: 1.20 GiB on cuda:1, 819.20 MiB on "
+                          "cuda:0");
+    CHECK_CONTAINS(r.err, "on each of 2 GPUs");
+    CHECK_CONTAINS(r.err, "on the tightest GPU, cuda:0");
+    CHECK_CONTAINS(r.err, "cuda:1 (Fake GPU 24GB): peak at batch 223 22.78 GiB of its budget "
+                          "22.80 GiB");
+    CHECK_CONTAINS(r.err, "cuda:0 (Fake GPU 16GB): peak at batch 223 11.89 GiB of its budget "
+                          "15.20 GiB");
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"spec\": \"cuda:1,0\"");
+    CHECK_CONTAINS(json, "\"gpu\": \"cuda:0\"");
+    CHECK_CONTAINS(json, "\"uuid\": \"GPU-20212223-2425-2627-2829-2a2b2c2d2e2f\"");
+    CHECK_CONTAINS(json, "\"peak_bytes\": 24456986624,\n          \"budget_bytes\": 24481313588");
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+
+    /* Ballast that cannot be held on one GPU: nothing runs, nothing is left. */
+    const char *envs_fail[] = {"FAKE_GPUS=16GiB,24GiB", state, cuda, nvml,
+                               "FAKE_CUDA_ALLOC_FAIL_ON=0", NULL};
+    const char *all[] = {"probe", "--device", "cuda:all", "--quiet", "--",
+                         tool(), "gpu-grow-each", "100,50", "1024", NULL};
+    CHECK_EQ(cli_env(&r, all, envs_fail), 5);
+    CHECK_CONTAINS(r.err, "cuda:0: could not hold");
+    left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+    /* A GPU listed twice is bad input. */
+    const char *twice[] = {"probe", "--device", "cuda:1,1", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli_env(&r, twice, envs), 2);
+    CHECK_CONTAINS(r.err, "GPU 1 is listed twice");
+    unlink(json_path);
+    unlink(state + 11);
+}
+
 /* batchfit estimate on the papers' numbers, then a probe that starts from
  * an estimate and says how far it was. */
 TEST(cli_estimate_and_a_probe_that_uses_it)

@@ -149,7 +149,8 @@ EXPORT int cuMemAlloc_v2(unsigned long long *ptr, size_t bytes)
 {
     if (current < 0)
         return 201;
-    if (getenv("FAKE_CUDA_ALLOC_FAIL"))
+    const char *fail_on = getenv("FAKE_CUDA_ALLOC_FAIL_ON");
+    if (getenv("FAKE_CUDA_ALLOC_FAIL") || (fail_on && atoi(fail_on) == current))
         return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
     uint64_t handle;
     if (fake_gpu_alloc(current, bytes, &handle) != 0)

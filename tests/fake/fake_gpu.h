@@ -6,6 +6,8 @@
  *   FAKE_STATE=PATH           allocations: "pid device bytes handle" lines
  *   FAKE_CUDA_INIT=N          cuInit returns N (34: the toolkit stub)
  *   FAKE_CUDA_ALLOC_FAIL=1    every cuMemAlloc_v2 fails with out of memory
+ *   FAKE_CUDA_ALLOC_FAIL_ON=N every cuMemAlloc_v2 on device N (CUDA order, all
+ *                             visible) fails with out of memory
  *   FAKE_NVML_INIT=N          nvmlInit returns N
  *   FAKE_NVML_STRIDE=N        process entries written N bytes apart
  *   FAKE_NVML_GROW=N          N more processes appear between the count and the fill call */

@@ -33,7 +33,10 @@
  *   gpu-grow PER_SAMPLE_MIB [FIXED_MIB]  allocate FIXED + batch * PER_SAMPLE on CUDA device 0
  *                                through the driver API (BATCHFIT_CUDA_LIBRARY or
  *                                libcuda.so.1), hold it 150 ms, free it; a failed
- *                                allocation prints PyTorch's raw-CUDA OOM message */
+ *                                allocation prints PyTorch's raw-CUDA OOM message
+ *   gpu-grow-each PER_SAMPLE_MIB,... [FIXED_MIB]  the same on every visible CUDA device at
+ *                                once, device i with its own PER_SAMPLE; exits 3 unless
+ *                                the driver shows exactly as many devices as are listed */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <signal.h>
@@ -110,6 +113,61 @@ static int gpu_grow(long per_sample_mib, long fixed_mib)
     sleep_ms(150);
     release(act);
     release(fixed);
+    return 0;
+}
+
+/* gpu-grow on every visible device, each with its own per-sample size, as
+ * the ranks of torchrun --nproc_per_node N would. */
+static int gpu_grow_each(const char *per_sample_list, long fixed_mib)
+{
+    const char *path = getenv("BATCHFIT_CUDA_LIBRARY");
+    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW);
+    if (!lib) {
+        fprintf(stderr, "childtool: cannot load the CUDA driver: %s\n", dlerror());
+        return 3;
+    }
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(lib, "cuInit");
+    int (*count)(int *) = (int (*)(int *))dlsym(lib, "cuDeviceGetCount");
+    int (*get)(int *, int) = (int (*)(int *, int))dlsym(lib, "cuDeviceGet");
+    int (*retain)(void **, int) = (int (*)(void **, int))dlsym(lib, "cuDevicePrimaryCtxRetain");
+    int (*set)(void *) = (int (*)(void *))dlsym(lib, "cuCtxSetCurrent");
+    int (*alloc)(unsigned long long *, size_t) =
+        (int (*)(unsigned long long *, size_t))dlsym(lib, "cuMemAlloc_v2");
+    int (*release)(unsigned long long) = (int (*)(unsigned long long))dlsym(lib, "cuMemFree_v2");
+    long per_sample[16];
+    int listed = 0, visible = 0;
+    for (const char *p = per_sample_list; *p && listed < 16; listed++) {
+        char *end;
+        per_sample[listed] = strtol(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (!init || !count || !get || !retain || !set || !alloc || !release || init(0) != 0 ||
+        count(&visible) != 0 || visible != listed) {
+        fprintf(stderr, "childtool: %d visible CUDA devices, %d listed\n", visible, listed);
+        return 3;
+    }
+    const char *b = getenv("BATCHFIT_BATCH_SIZE");
+    long batch = b ? atol(b) : 1;
+    void *ctx[16];
+    unsigned long long fixed[16] = {0}, act[16] = {0};
+    for (int i = 0; i < listed; i++) {
+        int dev = 0;
+        if (get(&dev, i) != 0 || retain(&ctx[i], dev) != 0 || set(ctx[i]) != 0) {
+            fprintf(stderr, "childtool: cannot use CUDA device %d\n", i);
+            return 3;
+        }
+        if (alloc(&fixed[i], (size_t)fixed_mib << 20) != 0 ||
+            alloc(&act[i], (size_t)(per_sample[i] * batch) << 20) != 0) {
+            fprintf(stderr, "RuntimeError: CUDA error: out of memory (device %d)\n", i);
+            return 1;
+        }
+    }
+    sleep_ms(150);
+    for (int i = 0; i < listed; i++) {
+        set(ctx[i]);
+        release(act[i]);
+        release(fixed[i]);
+    }
     return 0;
 }
 
@@ -220,6 +278,8 @@ int main(int argc, char **argv)
         printf("%s=%s\n", argv[2], v ? v : "(unset)");
         return 0;
     }
+    if (strcmp(mode, "gpu-grow-each") == 0 && argc > 2)
+        return gpu_grow_each(argv[2], argc > 3 ? atol(argv[3]) : 0);
     if (strcmp(mode, "gpu-grow") == 0 && argc > 2)
         return gpu_grow(atol(argv[2]), argc > 3 ? atol(argv[3]) : 0);
     if (strcmp(mode, "sleepers") == 0 && argc > 2) {
