@@ -288,6 +288,14 @@ static void render(plot *p, const batchfit_result *r)
                              LEFT, py(p, (double)bud->usable_bytes), RIGHT - LEFT,
                              py(p, (double)bud->budget_bytes) - py(p, (double)bud->usable_bytes));
         level(p, (double)bud->budget_bytes, "stroke=\"#c62828\" stroke-width=\"1.5\"", "budget");
+        /* Under a spread, a trial counts only below the budget shrunk so that
+         * a re-run stays within it: that line is where the answer stops. */
+        if (bud->peak_spread > 0)
+            level(p,
+                  (double)bud->budget_bytes * (1.0 - bud->peak_spread) /
+                      (1.0 + bud->peak_spread),
+                  "stroke=\"#d99000\" stroke-width=\"1\" stroke-dasharray=\"4 3\"",
+                  "accepted below");
         char margin[32], label[96];
         level(p, (double)bud->usable_bytes,
               "stroke=\"#c62828\" stroke-width=\"1\" stroke-dasharray=\"6 4\"", "usable");
