@@ -513,6 +513,11 @@ TEST(device_gpus_probe_every_allocation_failure_is_clean)
             CHECK_EQ(r->batch_size, 2);
             CHECK_EQ(r->gpu_count, 2);
             total = st.calls;
+        } else if (st.failures == 0) {
+            /* Sampling allocates as often as a trial lasts, so a run may
+             * make fewer calls than the first: then nothing failed. */
+            CHECK(st.calls <= k);
+            CHECK(rc == BATCHFIT_OK && r->batch_size == 2);
         } else {
             CHECK_EQ(st.failures, 1);
             /* NVML's process list is only a better measure: without room

@@ -198,6 +198,11 @@ TEST(probe_command_every_allocation_failure_is_clean)
             CHECK_EQ(rc, BATCHFIT_OK);
             CHECK_EQ(r->batch_size, 4);
             total = st.calls;
+        } else if (st.failures == 0) {
+            /* Watching a trial allocates as often as it lasts, so a run may
+             * make fewer calls than the first: then nothing failed. */
+            CHECK(st.calls <= k);
+            CHECK_EQ(rc, BATCHFIT_OK);
         } else {
             CHECK_EQ(st.failures, 1);
             CHECK(rc != BATCHFIT_OK);
