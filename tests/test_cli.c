@@ -1223,7 +1223,7 @@ static uint64_t solo_answer(const char *spec)
     return p ? strtoull(p + 11, NULL, 10) : 0;
 }
 
-/* Real mpirun, three ranks on sim devices of different sizes: rank 0
+/* Real mpirun, four ranks on sim devices of different sizes: rank 0
  * prints the smallest rank's answer and a JSON with every rank's device
  * and answer, each equal to that device's solo probe; --agree per-rank
  * reports each rank's own. */
@@ -1231,20 +1231,21 @@ TEST(cli_mpi_ranks_agree)
 {
     const char *specs[] = {"sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB",
                            "sim:capacity=12GiB,fixed=1GiB,per_sample=100MiB",
-                           "sim:capacity=8GiB,fixed=1GiB,per_sample=100MiB"};
-    uint64_t solo[3];
-    for (int i = 0; i < 3; i++) {
+                           "sim:capacity=8GiB,fixed=1GiB,per_sample=100MiB",
+                           "sim:capacity=10GiB,fixed=2GiB,per_sample=50MiB"};
+    uint64_t solo[4];
+    for (int i = 0; i < 4; i++) {
         solo[i] = solo_answer(specs[i]);
         CHECK(solo[i] > 0);
     }
-    CHECK(solo[2] < solo[1] && solo[1] < solo[0]);
+    CHECK(solo[2] < solo[1] && solo[1] < solo[0] && solo[2] < solo[3]);
     char json_path[256];
     snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-mpi.json", (long)getpid());
     unlink(json_path);
     const char *extra[] = {"--export-json", json_path, NULL};
     run r;
     int o, e;
-    CHECK_EQ(mpirun(&r, specs, 3, extra, &o, &e), 0);
+    CHECK_EQ(mpirun(&r, specs, 4, extra, &o, &e), 0);
     finish(&r, o, e);
     CHECK_EQ(r.status, 0);
     char expect[64];
@@ -1253,7 +1254,7 @@ TEST(cli_mpi_ranks_agree)
     char *json = read_file(json_path);
     CHECK(json && valid_json(json));
     CHECK_CONTAINS(json, "\"mode\": \"min\"");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(expect, sizeof expect, "\"rank\": %d,", i);
         CHECK_CONTAINS(json, expect);
         snprintf(expect, sizeof expect, "\"batch_size\": %llu,", (unsigned long long)solo[i]);
@@ -1261,10 +1262,10 @@ TEST(cli_mpi_ranks_agree)
     }
     unlink(json_path);
     const char *per_rank[] = {"--agree", "per-rank", "--quiet", NULL};
-    CHECK_EQ(mpirun(&r, specs, 3, per_rank, &o, &e), 0);
+    CHECK_EQ(mpirun(&r, specs, 4, per_rank, &o, &e), 0);
     finish(&r, o, e);
     CHECK_EQ(r.status, 0);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(expect, sizeof expect, "rank=%d batch_size=%llu\n", i,
                  (unsigned long long)solo[i]);
         CHECK_CONTAINS(r.out, expect);
