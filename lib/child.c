@@ -810,13 +810,25 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
 static uint64_t host_peak(const batchfit__runner *r, const watch *w, batchfit_trial_process *d)
 {
     uint64_t cg_peak = 0, exact = w->main_hwm;
-    if (d->rusage_peak_bytes > w->rss_at_fork && d->rusage_peak_bytes > exact)
+    int rusage_usable = d->rusage_peak_bytes > w->rss_at_fork;
+    if (rusage_usable && d->rusage_peak_bytes > exact)
         exact = d->rusage_peak_bytes;
     d->peak_source = !r->cg.path[0]       ? "rusage+sampling"
                      : r->cg.version == 2 ? "cgroup-v2 anon+shmem sampling, high-water RSS"
                                           : "cgroup-v1 rss+shmem sampling, high-water RSS";
-    if (r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0 && cg_peak < exact)
+    int have_cg = r->cg.path[0] && batchfit__cgroup_peak(&r->cg, &cg_peak) == 0;
+    if (have_cg && cg_peak < exact)
         exact = cg_peak;
+    /* A trial that ended before its first sample, from a batchfit whose own
+     * image is larger than the trial (an embedding program, a sanitized
+     * build), has no usable high-water RSS: the cgroup's high-water mark is
+     * then all there is (it may hold page cache, but it is not the 0 that
+     * would read as "memory does not grow"). */
+    if (!w->main_hwm && !rusage_usable && have_cg && cg_peak > exact) {
+        exact = cg_peak;
+        d->peak_source = r->cg.version == 2 ? "cgroup-v2 memory.peak (ended before sampling)"
+                                            : "cgroup-v1 max_usage (ended before sampling)";
+    }
     return w->sampled_peak > exact ? w->sampled_peak : exact;
 }
 

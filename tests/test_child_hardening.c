@@ -272,6 +272,31 @@ TEST(child_oom_kill_under_a_wrapper_without_a_trial_cgroup)
     CHECK_CONTAINS(t.message, "exited with status 137");
 }
 
+/* A trial that ends before its first sample, run by a process larger than
+ * it (an embedding program, a sanitized batchfit): its rusage cannot be
+ * told from the forked copy of the parent, so the cgroup's high-water mark
+ * gives its peak - never the 0 that reads as "memory does not grow". */
+TEST(child_short_trial_from_a_large_parent_has_its_peak)
+{
+    if (!have_cgroup_cap())
+        return;
+    size_t ballast = (size_t)96 << 20;
+    char *mine = malloc(ballast);
+    CHECK(mine != NULL);
+    memset(mine, 1, ballast);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.sample_interval = 5.0; /* no sample during the 60 ms trial */
+    const char *argv[] = {tool(), "grow", "1024", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 8, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.peak_known);
+    CHECK(t.peak_bytes >= (UINT64_C(8) << 20));
+    CHECK(t.peak_bytes < ballast);
+    free(mine);
+}
+
 /* #18: --enforce without a cgroup caps resident memory, not address space:
  * a trial that reserves 1 GiB and touches 16 MiB fits under a 64 MiB cap,
  * and fails only under the virtual-memory cap asked for by name. */
