@@ -723,9 +723,9 @@ int main(int argc, char **argv)
             STARTUP_STEPS, OOM_COST);
     fprintf(f, "## Trials in parallel on K identical devices\n\nThe model strategy on the "
                "same %u profiles with `parallel = K`: each round proposes up to K sizes (the "
-               "predicted boundary, the next size that certifies it, the midpoints of what is "
-               "left of the bracket; first a geometric spread from the minimum) and runs them at "
-               "once, one per device. Rounds are the wall time in trials. Here the simulated "
+               "predicted boundary, the next size that certifies it, the geometric middles of the "
+               "widest gaps left in the bracket; first a geometric spread from the minimum to the "
+               "bound) and runs them at once, one per device. Rounds are the wall time in trials. Here the simulated "
                "device runs a round's trials one after another (the same draws as K devices "
                "would make). Differing: answers not equal to K = 1's on the same profile (noise "
                "draws depend on which sizes ran, so noisy profiles can differ); exact and unsafe "
