@@ -316,9 +316,11 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
         return rc;
     rc = src->begin(src, ctx, device, result);
     if (rc == BATCHFIT_OK) {
-        rc = opts->parallel > 1 ? batchfit__search_run_parallel(ctx, opts, opts->parallel,
-                                                                 sequential_round, src, result)
-                                : batchfit__search_run(ctx, opts, src->trial, src, result);
+        unsigned k = src->round ? src->round_width : opts->parallel;
+        rc = k > 1 ? batchfit__search_run_parallel(ctx, opts, k,
+                                                   src->round ? src->round : sequential_round,
+                                                   src, result)
+                   : batchfit__search_run(ctx, opts, src->trial, src, result);
         src->end(src);
         if (rc == BATCHFIT_OK)
             rc = warn_small_request(ctx, result);

@@ -1172,6 +1172,22 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
         for (unsigned j = 0; j < n; j++)
             if (ts[j].accepted && props[j] > s.lo && props[j] < s.hi)
                 s.lo = props[j];
+        /* A failure's reading at or below what a smaller size was measured
+         * to use (what a framework had allocated when the first allocation
+         * failed) says nothing about what it needed. One trial at a time
+         * meets such a failure only above a size it extrapolated to; a
+         * round meets it far above the boundary. */
+        if (s.hi_need > 0.0 && s.hi < (int64_t)s.lattice.count) {
+            uint64_t hi_x = batchfit__lattice_value(&s.lattice, (uint64_t)s.hi);
+            for (size_t t = 0; t < result->trial_count; t++) {
+                const batchfit_trial *tr = &result->trials[t];
+                if (tr->accepted && tr->peak_known && tr->batch < hi_x &&
+                    (double)tr->peak_bytes >= s.hi_need) {
+                    s.hi_need = 0.0;
+                    break;
+                }
+            }
+        }
         after_moves(&s, before_lo, before_hi);
     }
     return search_finish(&s, rc);

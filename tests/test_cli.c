@@ -796,6 +796,68 @@ TEST(cli_multi_gpu_probe_through_fake_libraries)
     unlink(state + 11);
 }
 
+/* --parallel on four identical fake GPUs: one trial on each GPU at once
+ * (the trials meet: each waits for another's mark before it allocates),
+ * the answer of one GPU alone, nothing left on any GPU. */
+TEST(cli_parallel_trials_on_identical_fake_gpus)
+{
+    char state[256], cuda[1024], nvml[1024], dir[256], met[300], json_path[256];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-clipar", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-meet", (long)getpid());
+    snprintf(met, sizeof met, "%s/met", dir);
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-par.json", (long)getpid());
+    unlink(state + 11);
+    unlink(met);
+    rmdir(dir);
+    CHECK_EQ(mkdir(dir, 0700), 0);
+    const char *envs[] = {"FAKE_GPUS=16GiB,16GiB,16GiB,16GiB", state, cuda, nvml, NULL};
+    run r;
+    /* One GPU: 1 GiB + 100 MiB a sample in a 15.20 GiB budget. */
+    const char *one[] = {"probe", "--device", "cuda:0", "--no-cache", "--", tool(), "gpu-grow",
+                         "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, one, envs), 0);
+    CHECK_STR(last_line(r.out), "batch_size=145");
+    const char *par[] = {"probe", "--device", "cuda:all", "--parallel", "--no-cache",
+                         "--export-json", json_path, "--", tool(), "gpu-grow-meet", dir, "100",
+                         "1024", NULL};
+    CHECK_EQ(cli_env(&r, par, envs), 0);
+    CHECK_STR(last_line(r.out), "batch_size=145");
+    CHECK_CONTAINS(r.err, "trials in parallel: up to 4 a round, one on each GPU");
+    CHECK_CONTAINS(r.err, "819.20 MiB on cuda:3");
+    char *meetings = read_file(met);
+    CHECK(meetings != NULL);
+    CHECK_CONTAINS(meetings, "met another trial");
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"batch_size\": 145");
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+
+    /* GPUs that differ cannot share the search's rounds. */
+    const char *envs_mixed[] = {"FAKE_GPUS=16GiB,24GiB", state, cuda, nvml, NULL};
+    const char *mixed[] = {"probe", "--device", "cuda:all", "--parallel", "--no-cache", "--",
+                           tool(), "gpu-grow", "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, mixed, envs_mixed), 2);
+    CHECK_CONTAINS(r.err, "trials in parallel need identical GPUs");
+    left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+    /* One device has nothing to run in parallel with. */
+    const char *host[] = {"probe", "--device", "cuda:0", "--parallel", "--no-cache", "--",
+                          tool(), "gpu-grow", "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, host, envs), 2);
+    CHECK_CONTAINS(r.err, "need several identical GPUs");
+    const char *mpi[] = {"probe", "--mpi", "--parallel", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli_env(&r, mpi, envs), 2);
+    CHECK_CONTAINS(r.err, "--parallel with --mpi is not supported yet");
+    unlink(met);
+    rmdir(dir);
+    unlink(json_path);
+    unlink(state + 11);
+}
+
 /* batchfit estimate on the papers' numbers, then a probe that starts from
  * an estimate and says how far it was. */
 TEST(cli_estimate_and_a_probe_that_uses_it)
