@@ -138,7 +138,10 @@ void probe_print_summary(const session *s)
         fprintf(stderr, ", %zu of them over the budget after finishing", over);
     if (too_close)
         fprintf(stderr, ", %zu too close to the budget", too_close);
-    fprintf(stderr, ") with the %s strategy\n", batchfit_strategy_name(r->strategy));
+    fprintf(stderr, ") with the %s strategy", batchfit_strategy_name(r->strategy));
+    if (r->rounds && r->rounds < r->trial_count)
+        fprintf(stderr, ", in %zu rounds of trials at once", r->rounds);
+    fprintf(stderr, "\n");
     fprintf(stderr, "  budget %s of %s usable (margin %s held back)%s%s\n", budget, usable, margin,
             r->gpu_count ? " on the tightest GPU, " : "",
             r->gpu_count ? r->gpus[r->budget_gpu].spec : "");

@@ -825,6 +825,7 @@ TEST(cli_parallel_trials_on_identical_fake_gpus)
     CHECK_EQ(cli_env(&r, par, envs), 0);
     CHECK_STR(last_line(r.out), "batch_size=145");
     CHECK_CONTAINS(r.err, "trials in parallel: up to 4 a round, one on each GPU");
+    CHECK_CONTAINS(r.err, "rounds of trials at once");
     CHECK_CONTAINS(r.err, "819.20 MiB on cuda:3");
     char *meetings = read_file(met);
     CHECK(meetings != NULL);
@@ -833,6 +834,14 @@ TEST(cli_parallel_trials_on_identical_fake_gpus)
     CHECK(json != NULL);
     CHECK(valid_json(json));
     CHECK_CONTAINS(json, "\"batch_size\": 145");
+    /* Two rounds on a line (the spread, then the boundary and the next
+     * size), and a round more where sampling misses a reading. */
+    const char *rounds = strstr(json, "\"rounds\": ");
+    const char *result = strstr(json, "\"result\": {");
+    const char *trials = result ? strstr(result, "\"trials\": ") : NULL;
+    CHECK(rounds != NULL && trials != NULL);
+    CHECK(atoi(rounds + 10) >= 2 && atoi(rounds + 10) <= 3);
+    CHECK(atoi(trials + 10) > atoi(rounds + 10));
     char *left = read_file(state + 11);
     CHECK(left == NULL || left[0] == '\0');
 
