@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -77,19 +79,61 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-static size_t read_all(int fd, void *buf, size_t len)
+/* In a helper: a stop request (the probing process forwards its interrupt,
+ * or died) stops the trial as an interrupt stops a single one. */
+static void helper_stop(int sig)
 {
-    char *p = buf;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, p + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
+    batchfit_interrupt(sig);
+}
+
+/* Reads what the helpers send until each has closed its pipe. An interrupt
+ * of the probing process (a signal, or batchfit_interrupt from another
+ * thread) is passed on to every helper once, as SIGTERM. */
+static void gather(const pid_t *pid, const int *fd, size_t count, helper_report *reports,
+                   size_t *got)
+{
+    int open_fd[BATCHFIT_MAX_GPUS];
+    size_t left = count;
+    int forwarded = 0;
+    for (size_t j = 0; j < count; j++) {
+        open_fd[j] = 1;
+        got[j] = 0;
     }
-    return got;
+    while (left) {
+        if (!forwarded && batchfit__interrupt_pending()) {
+            for (size_t j = 0; j < count; j++)
+                if (open_fd[j])
+                    kill(pid[j], SIGTERM);
+            forwarded = 1;
+        }
+        struct pollfd pf[BATCHFIT_MAX_GPUS];
+        size_t map[BATCHFIT_MAX_GPUS], n = 0;
+        for (size_t j = 0; j < count; j++)
+            if (open_fd[j]) {
+                pf[n].fd = fd[j];
+                pf[n].events = POLLIN;
+                pf[n].revents = 0;
+                map[n++] = j;
+            }
+        int ready = poll(pf, (nfds_t)n, 50);
+        if (ready <= 0)
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            if (!pf[i].revents)
+                continue;
+            size_t j = map[i];
+            char *dst = (char *)&reports[j];
+            ssize_t r = got[j] < sizeof reports[j]
+                            ? read(fd[j], dst + got[j], sizeof reports[j] - got[j])
+                            : read(fd[j], dst, 0) /* full: only the end is left */;
+            if (r > 0)
+                got[j] += (size_t)r;
+            else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+                open_fd[j] = 0;
+                left--;
+            }
+        }
+    }
 }
 
 /* A round on identical GPUs: each trial runs at once in a helper process
@@ -107,6 +151,7 @@ static int command_round(void *userdata, const uint64_t *batches, size_t count,
     size_t started = 0;
     int rc = BATCHFIT_OK;
     static helper_report reports[BATCHFIT_MAX_GPUS];
+    pid_t parent = getpid();
     for (; started < count && started < c->gpu_runners; started++) {
         int p[2];
         if (pipe(p) != 0) {
@@ -127,6 +172,16 @@ static int command_round(void *userdata, const uint64_t *batches, size_t count,
             close(p[0]);
             for (size_t j = 0; j < started; j++)
                 close(fd[j]);
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = helper_stop;
+            sigemptyset(&sa.sa_mask);
+            sigaction(SIGTERM, &sa, NULL);
+            sigaction(SIGINT, &sa, NULL);
+            signal(SIGPIPE, SIG_IGN);
+            prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+            if (getppid() != parent)
+                batchfit_interrupt(SIGTERM);
             prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
             helper_report *rep = &reports[started];
             memset(rep, 0, sizeof *rep);
@@ -145,14 +200,15 @@ static int command_round(void *userdata, const uint64_t *batches, size_t count,
         pid[started] = h;
         fd[started] = p[0];
     }
+    size_t got[BATCHFIT_MAX_GPUS];
+    gather(pid, fd, started, reports, got);
     for (size_t j = 0; j < started; j++) {
-        size_t got = read_all(fd[j], &reports[j], sizeof reports[j]);
         close(fd[j]);
         while (waitpid(pid[j], NULL, 0) < 0 && errno == EINTR)
             ;
         if (rc)
             continue;
-        if (got != sizeof reports[j])
+        if (got[j] != sizeof reports[j])
             rc = batchfit__fail(c->result_ctx, BATCHFIT_E_TRIAL_ERROR,
                                 "the parallel trial at batch size %llu on %s ended without a "
                                 "report",

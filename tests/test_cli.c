@@ -867,6 +867,62 @@ TEST(cli_parallel_trials_on_identical_fake_gpus)
     unlink(state + 11);
 }
 
+/* An interrupt of batchfit (the signal to it alone) during a round of
+ * trials at once reaches every GPU's trial: each is stopped, the probe
+ * exits 130 with its JSON, no ballast or trial is left. */
+TEST(cli_parallel_interrupt_stops_every_trial)
+{
+    char state[256], cuda[1024], nvml[1024], pidfile[256], json_path[256];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-cliparint", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-parint.pid", (long)getpid());
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-parint.json", (long)getpid());
+    unlink(state + 11);
+    unlink(pidfile);
+    unlink(json_path);
+    const char *envs[] = {"FAKE_GPUS=16GiB,16GiB,16GiB,16GiB", state, cuda, nvml, NULL};
+    const char *args[] = {"probe", "--device", "cuda:all", "--parallel", "--no-cache",
+                          "--export-json", json_path, "--", tool(), "hang", pidfile, NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start_env(&r, args, envs, &o, &e), 0);
+    CHECK(wait_for_pid(pidfile) > 0);
+    kill(r.pid, SIGINT);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 128 + SIGINT);
+    CHECK_CONTAINS(r.err, "interrupted");
+    /* Every trial that started is gone (at most a zombie of a reaper). */
+    FILE *f = fopen(pidfile, "r");
+    CHECK(f != NULL);
+    long child;
+    int children = 0;
+    while (fscanf(f, "%ld", &child) == 1) {
+        children++;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", child);
+        FILE *st = fopen(path, "r");
+        if (!st)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, st);
+        buf[n] = '\0';
+        fclose(st);
+        char *p = strrchr(buf, ')');
+        CHECK(p && (p[2] == 'Z' || p[2] == 'X'));
+    }
+    fclose(f);
+    CHECK(children >= 1 && children <= 4);
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"interrupted\": true");
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+    unlink(pidfile);
+    unlink(json_path);
+    unlink(state + 11);
+}
+
 /* batchfit estimate on the papers' numbers, then a probe that starts from
  * an estimate and says how far it was. */
 TEST(cli_estimate_and_a_probe_that_uses_it)

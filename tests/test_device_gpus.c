@@ -514,7 +514,12 @@ TEST(device_gpus_probe_every_allocation_failure_is_clean)
             CHECK_EQ(r->gpu_count, 2);
             total = st.calls;
         } else {
-            CHECK_EQ(st.failures, 1);
+            /* Sampling decides how many allocations a run makes (a child
+             * that exits before the first sample asks NVML for nothing):
+             * a run that makes fewer than k + 1 fails none and succeeds. */
+            CHECK(st.failures <= 1);
+            if (st.failures == 0)
+                CHECK_EQ(rc, BATCHFIT_OK);
             /* NVML's process list is only a better measure: without room
              * for it a sample falls back to the GPU's free memory. */
             CHECK(rc == BATCHFIT_E_NO_MEMORY || (rc == BATCHFIT_OK && r->batch_size == 2));
