@@ -101,8 +101,12 @@ static void print_gpus(const batchfit_result *r)
         const batchfit_trial *t = &r->trials[i];
         if (t->batch != r->batch_size || !t->accepted)
             continue;
+        /* Trials in parallel ran each size on one GPU: only that one. */
+        int parallel = r->rounds && r->rounds < r->trial_count;
         for (size_t g = 0; g < r->gpu_count; g++) {
             const batchfit_gpu_peak *p = &r->gpu_peaks[i * r->gpu_count + g];
+            if (parallel && !p->peak_known)
+                continue;
             char peak[32] = "unknown", budget[32];
             if (p->peak_known)
                 batchfit_format_bytes((double)p->peak_bytes, peak, sizeof peak);

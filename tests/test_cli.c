@@ -826,6 +826,9 @@ TEST(cli_parallel_trials_on_identical_fake_gpus)
     CHECK_STR(last_line(r.out), "batch_size=145");
     CHECK_CONTAINS(r.err, "trials in parallel: up to 4 a round, one on each GPU");
     CHECK_CONTAINS(r.err, "rounds of trials at once");
+    /* The summary names the GPU the answer ran on, and only that one. */
+    CHECK_CONTAINS(r.err, "(Fake GPU 16GB): peak at batch 145 15.16 GiB of its budget 15.20 GiB");
+    CHECK(strstr(r.err, "peak at batch 145 unknown") == NULL);
     CHECK_CONTAINS(r.err, "819.20 MiB on cuda:3");
     char *meetings = read_file(met);
     CHECK(meetings != NULL);
