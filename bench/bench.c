@@ -59,6 +59,7 @@ typedef struct outcome {
     uint64_t answer;
     unsigned trials;
     unsigned ooms;
+    unsigned rounds;
     double cost;
 } outcome;
 
@@ -216,8 +217,8 @@ static int run_peer(kind k, const bench_profile *prof, uint64_t budget, double t
     return 0;
 }
 
-static int run_library(kind k, const bench_profile *prof, double truth_max, uint64_t *budget_out,
-                       outcome *out)
+static int run_library_k(kind k, unsigned parallel, const bench_profile *prof, double truth_max,
+                         uint64_t *budget_out, outcome *out)
 {
     char spec[1024];
     bench_profile_spec(prof, NULL, spec, sizeof spec);
@@ -234,10 +235,12 @@ static int run_library(kind k, const bench_profile *prof, double truth_max, uint
     batchfit_options_init(&o);
     o.requested_max = BOUND;
     o.strategy = (batchfit_strategy)k;
+    o.parallel = parallel;
     batchfit_probe(ctx, &o, dev, batchfit_sim_step(), NULL, &r);
     out->answer = r && r->source == BATCHFIT_SOURCE_MEASURED ? r->batch_size : 0;
     out->trials = r ? (unsigned)r->trial_count : 0;
     out->ooms = r ? (unsigned)r->oom_trials : 0;
+    out->rounds = r ? (unsigned)r->rounds : 0;
     double samples = 0;
     for (size_t i = 0; r && i < r->trial_count; i++) {
         double c = STARTUP_STEPS * truth_max + (double)r->trials[i].batch;
@@ -251,6 +254,34 @@ static int run_library(kind k, const bench_profile *prof, double truth_max, uint
     batchfit_ctx_free(ctx);
     return 0;
 }
+
+static int run_library(kind k, const bench_profile *prof, double truth_max, uint64_t *budget_out,
+                       outcome *out)
+{
+    return run_library_k(k, 1, prof, truth_max, budget_out, out);
+}
+
+/* The model strategy with K identical devices: rounds of up to K trials.
+ * On the simulated device a round's trials run one after another; rounds
+ * are what wall time would be with K devices. */
+#define PARALLEL_KS 4
+static const unsigned parallel_ks[PARALLEL_KS] = {1, 2, 4, 8};
+
+typedef struct parallel_column {
+    double rounds[MAX_PROFILES];
+    double trials_total;
+    unsigned count;
+    unsigned mismatches;          /* answers that differ from K = 1's */
+    unsigned mismatches_noise_free;
+    unsigned noise_free;
+    unsigned exact_noise_free;
+    unsigned exact;               /* the suite's "exact": the largest size safe at the top of the noise */
+    unsigned unsafe;
+    double ratio_sum;             /* answer / K = 1's answer */
+    unsigned failed;
+} parallel_column;
+
+static parallel_column parallel_columns[PARALLEL_KS];
 
 static void record(kind k, const bench_profile *prof, uint64_t budget, uint64_t truth_exact,
                    uint64_t truth_safe, const outcome *o)
@@ -536,6 +567,30 @@ int main(int argc, char **argv)
                 return 1;
             record((kind)k, &prof, budget, truth_exact, truth_safe, &o[k]);
         }
+        for (int j = 0; j < PARALLEL_KS; j++) {
+            outcome po;
+            if (run_library_k(LIB_MODEL, parallel_ks[j], &prof, (double)truth_exact, NULL, &po) != 0)
+                return 1;
+            parallel_column *pc = &parallel_columns[j];
+            pc->rounds[pc->count++] = po.rounds;
+            pc->trials_total += po.trials;
+            pc->failed += po.answer == 0;
+            pc->mismatches += po.answer != o[LIB_MODEL].answer;
+            pc->exact += po.answer && po.answer == truth_safe;
+            pc->unsafe += po.answer && bench_profile_peak(&prof, po.answer, prof.noise) > budget;
+            if (po.answer && o[LIB_MODEL].answer)
+                pc->ratio_sum += (double)po.answer / (double)o[LIB_MODEL].answer;
+            if (prof.noise == 0.0) {
+                pc->noise_free++;
+                pc->mismatches_noise_free += po.answer != o[LIB_MODEL].answer;
+                pc->exact_noise_free += po.answer == truth_exact;
+            }
+            if (verbose && po.answer != o[LIB_MODEL].answer)
+                printf("profile %u: K=%u answers %llu, K=1 %llu (truth %llu, noise %g)\n", i,
+                       parallel_ks[j], (unsigned long long)po.answer,
+                       (unsigned long long)o[LIB_MODEL].answer, (unsigned long long)truth_exact,
+                       prof.noise);
+        }
         if (verbose) {
             char spec[1024];
             bench_profile_spec(&prof, NULL, spec, sizeof spec);
@@ -552,6 +607,13 @@ int main(int argc, char **argv)
     summary s[KIND_COUNT];
     for (int k = 0; k < KIND_COUNT; k++)
         summarize((kind)k, &s[k]);
+    double par_median[PARALLEL_KS], par_p95[PARALLEL_KS], par_max[PARALLEL_KS];
+    for (int j = 0; j < PARALLEL_KS; j++) {
+        parallel_column *pc = &parallel_columns[j];
+        par_median[j] = quantile(pc->rounds, pc->count, 0.5);
+        par_p95[j] = quantile(pc->rounds, pc->count, 0.95);
+        par_max[j] = quantile(pc->rounds, pc->count, 1.0);
+    }
     if (run_families(seed, CASES_PER_FAMILY) != 0) {
         fprintf(stderr, "bench: a family case could not be searched\n");
         return 1;
@@ -601,6 +663,21 @@ int main(int argc, char **argv)
         }
         fprintf(f, "    }%s\n", fam == BENCH_CASE_FAMILIES - 1 ? "" : ",");
     }
+    fprintf(f, "  },\n  \"parallel\": {\n");
+    for (int j = 0; j < PARALLEL_KS; j++) {
+        const parallel_column *pc = &parallel_columns[j];
+        fprintf(f,
+                "    \"%u\": {\"rounds_median\": %g, \"rounds_p95\": %g, \"rounds_max\": %g, "
+                "\"trials_total\": %.0f, \"answers_differing_from_k1\": %u, "
+                "\"answers_differing_from_k1_noise_free\": %u, \"exact_noise_free\": %u, "
+                "\"noise_free_profiles\": %u, \"exact_share\": %.4f, \"unsafe\": %u, "
+                "\"answer_over_k1_mean\": %.4f, \"failed\": %u}%s\n",
+                parallel_ks[j], par_median[j], par_p95[j], par_max[j], pc->trials_total,
+                pc->mismatches, pc->mismatches_noise_free, pc->exact_noise_free, pc->noise_free,
+                pc->count ? (double)pc->exact / pc->count : 0.0, pc->unsafe,
+                pc->count - pc->failed ? pc->ratio_sum / (pc->count - pc->failed) : 0.0,
+                pc->failed, j == PARALLEL_KS - 1 ? "" : ",");
+    }
     fprintf(f, "  },\n  \"cases_per_family\": %d,\n  \"real\": {", CASES_PER_FAMILY);
     for (int p = 0; real_ok && p < REAL_PROGRAMS; p++)
         for (int i = 0; i < REAL_STRATEGIES; i++)
@@ -644,6 +721,30 @@ int main(int argc, char **argv)
                "even at the top of the noise. Unsafe: the answer can exceed the budget when re-run "
                "under the profile's noise.\n\n",
             STARTUP_STEPS, OOM_COST);
+    fprintf(f, "## Trials in parallel on K identical devices\n\nThe model strategy on the "
+               "same %u profiles with `parallel = K`: each round proposes up to K sizes (the "
+               "predicted boundary, the next size that certifies it, the geometric middles of the "
+               "widest gaps left in the bracket; first a geometric spread from the minimum to the "
+               "bound) and runs them at once, one per device. Rounds are the wall time in trials. Here the simulated "
+               "device runs a round's trials one after another (the same draws as K devices "
+               "would make). Differing: answers not equal to K = 1's on the same profile (noise "
+               "draws depend on which sizes ran, so noisy profiles can differ); exact and unsafe "
+               "as in the first table.\n\n"
+               "| K | rounds median | p95 | max | total trials | differing from K = 1 | "
+               "of them noise-free | exact, noise-free | exact | unsafe | mean answer / K = 1's | "
+               "no answer |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            profiles);
+    for (int j = 0; j < PARALLEL_KS; j++) {
+        const parallel_column *pc = &parallel_columns[j];
+        fprintf(f, "| %u | %g | %g | %g | %.0f | %u | %u | %u / %u | %.1f%% | %u | %.4f | %u |\n",
+                parallel_ks[j], par_median[j], par_p95[j], par_max[j], pc->trials_total,
+                pc->mismatches, pc->mismatches_noise_free, pc->exact_noise_free, pc->noise_free,
+                pc->count ? 100.0 * pc->exact / pc->count : 0.0, pc->unsafe,
+                pc->count - pc->failed ? pc->ratio_sum / (pc->count - pc->failed) : 0.0,
+                pc->failed);
+    }
+    fprintf(f, "\n");
     fprintf(f, "## Model strategy by family\n\n| family | profiles | mean trials | where the "
                "numbers come from |\n|---|---|---|---|\n");
     for (size_t k = 0; k < bench_family_count(); k++)
@@ -699,6 +800,17 @@ int main(int argc, char **argv)
                s[k].trials_median, s[k].trials_p95, s[k].trials_max, s[k].oom_median,
                isnan(s[k].cost_median) ? 0.0 : s[k].cost_median, 100.0 * s[k].exact_share,
                100.0 * s[k].exact_noise_free_share, 100.0 * s[k].unsafe_share);
+    for (int j = 0; j < PARALLEL_KS; j++)
+        printf("parallel K=%u rounds %g/%g/%g trials %.0f differing %u (noise-free %u) exactNF "
+               "%u/%u exact %u unsafe %u ratio %.4f failed %u\n",
+               parallel_ks[j], par_median[j], par_p95[j], par_max[j],
+               parallel_columns[j].trials_total, parallel_columns[j].mismatches,
+               parallel_columns[j].mismatches_noise_free, parallel_columns[j].exact_noise_free,
+               parallel_columns[j].noise_free, parallel_columns[j].exact, parallel_columns[j].unsafe,
+               parallel_columns[j].ratio_sum / (parallel_columns[j].count - parallel_columns[j].failed
+                                                    ? parallel_columns[j].count - parallel_columns[j].failed
+                                                    : 1),
+               parallel_columns[j].failed);
     for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++)
         for (int k = 0; k < LIB_KINDS; k++) {
             const family_summary *fs = &family_results[fam][k];

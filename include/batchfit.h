@@ -532,7 +532,14 @@ typedef struct batchfit_options {
      * aborts (BATCHFIT_E_ABORTED) after the step has been released. */
     int (*progress)(const batchfit_result *result, const batchfit_trial *trial, void *userdata);
     void *progress_userdata;
+    /* Trials a round on identical devices (batchfit_search_parallel); 0 or
+     * 1: one trial at a time. batchfit_probe runs a round's trials one
+     * after another on its one device (the same answers in fewer rounds,
+     * not less wall time: for a simulated device or to plan); at most
+     * BATCHFIT_MAX_PARALLEL. */
+    unsigned parallel;
 } batchfit_options;
+#define BATCHFIT_MAX_PARALLEL 64
 
 /* Fills opts with the defaults: device decides, 5% margin, model strategy,
  * every integer, BATCHFIT_DEFAULT_MAX_TRIALS, the device's spread. */
@@ -638,6 +645,10 @@ struct batchfit_result {
     size_t budget_gpu;
     const batchfit_gpu_budget *gpus;
     const batchfit_gpu_peak *gpu_peaks;
+    /* Rounds of trials the search ran: trial_count for a serial search;
+     * with batchfit_search_parallel, the rounds of up to `parallel` trials
+     * each (run at once on identical devices). */
+    size_t rounds;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */
@@ -688,6 +699,26 @@ typedef int (*batchfit_oracle_fn)(void *userdata, uint64_t batch, batchfit_trial
 BATCHFIT_API int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts,
                                  batchfit_oracle_fn oracle, void *oracle_userdata,
                                  batchfit_result *result);
+
+/* Runs one round: count (1..parallel) trials at batches[0..count), fills
+ * trials[i] for batches[i] (trials arrive zeroed), typically at once, one
+ * per device. Returns as batchfit_oracle_fn does; a nonzero return ends the
+ * search and records none of the round's trials. */
+typedef int (*batchfit_round_fn)(void *userdata, const uint64_t *batches, size_t count,
+                                 batchfit_trial *trials);
+
+/* batchfit_search for `parallel` identical devices: each round the
+ * strategy proposes up to `parallel` distinct sizes inside the bracket (the
+ * model: its predicted boundary, the next size that would certify it, and
+ * the points that split what is left of the bracket; before any
+ * measurement, a geometric spread from the minimum), runs them with one
+ * call of round, records the trials in proposal order, and moves the
+ * bracket: the smallest rejected size bounds it from above, the largest
+ * accepted size below that from below. result->rounds counts the rounds.
+ * max_trials still bounds the trials. parallel = 1 is batchfit_search. */
+BATCHFIT_API int batchfit_search_parallel(batchfit_ctx *ctx, const batchfit_options *opts,
+                                          unsigned parallel, batchfit_round_fn round,
+                                          void *round_userdata, batchfit_result *result);
 
 /* ------------------------------------------------------------------------ */
 /* Probing a command: one child process per trial                            */

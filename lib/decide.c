@@ -46,6 +46,10 @@ int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts)
     if (opts->max_trials == 0)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "options: max_trials must be at least 1");
+    if (opts->parallel > BATCHFIT_MAX_PARALLEL)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "options: parallel %u is above the most, %d", opts->parallel,
+                              BATCHFIT_MAX_PARALLEL);
     if (opts->upper_limit == 0 || opts->upper_limit > INT64_MAX)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "options: upper_limit must be between 1 and 2^63-1");

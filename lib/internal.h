@@ -381,6 +381,11 @@ int batchfit__parse_decimal(const char *text, double *out, const char **end);
 int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
                          batchfit_oracle_fn oracle, void *oracle_userdata,
                          batchfit_result *result);
+/* The search for k identical devices: rounds of up to k trials (see
+ * batchfit_search_parallel). */
+int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opts, unsigned k,
+                                  batchfit_round_fn round, void *round_userdata,
+                                  batchfit_result *result);
 
 /* probe.c: settles result->budget from the device's free memory, the memory
  * budget, the VRAM limit and the margin. */

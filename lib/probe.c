@@ -285,6 +285,21 @@ static int warn_small_request(batchfit_ctx *ctx, batchfit_result *result)
                                  100.0 * used / (double)b->budget_bytes, floor(would_fit));
 }
 
+/* A round of trials on the probe's one device, one after another: the
+ * rounds a search on identical devices would take, without their wall
+ * time. */
+static int sequential_round(void *userdata, const uint64_t *batches, size_t count,
+                            batchfit_trial *trials)
+{
+    trial_source *src = userdata;
+    for (size_t i = 0; i < count; i++) {
+        int rc = src->trial(src, batches[i], &trials[i]);
+        if (rc)
+            return rc;
+    }
+    return BATCHFIT_OK;
+}
+
 /* Everything after the bounds are decided and the device is usable. */
 static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *device,
                         trial_source *src, batchfit_result *result)
@@ -301,7 +316,11 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
         return rc;
     rc = src->begin(src, ctx, device, result);
     if (rc == BATCHFIT_OK) {
-        rc = batchfit__search_run(ctx, opts, src->trial, src, result);
+        unsigned k = src->round ? src->round_width : opts->parallel;
+        rc = k > 1 ? batchfit__search_run_parallel(ctx, opts, k,
+                                                   src->round ? src->round : sequential_round,
+                                                   src, result)
+                   : batchfit__search_run(ctx, opts, src->trial, src, result);
         src->end(src);
         if (rc == BATCHFIT_OK)
             rc = warn_small_request(ctx, result);

@@ -17,6 +17,12 @@ typedef struct trial_source {
     int (*begin)(struct trial_source *src, batchfit_ctx *ctx, batchfit_device *device,
                  batchfit_result *result);
     batchfit_oracle_fn trial;
+    /* Set by begin() where the source runs several trials at once (one
+     * per identical device): the round function (userdata: the source)
+     * and how many trials a round may hold. NULL/0: with opts->parallel
+     * above 1, a round's trials run one after another through trial(). */
+    batchfit_round_fn round;
+    unsigned round_width;
     void (*end)(struct trial_source *src);
 } trial_source;
 

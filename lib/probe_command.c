@@ -3,8 +3,15 @@
  * budget is known and freed after the search, on every path. */
 #include "probe.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct command_source {
     trial_source base; /* first: the orchestration passes the base */
@@ -15,6 +22,12 @@ typedef struct command_source {
     batchfit_ctx *result_ctx;
     uint64_t gpu_budget[BATCHFIT_MAX_GPUS];
     char vram_text[64];
+    /* Trials in parallel (opts->parallel above 1): one runner per GPU of
+     * identical GPUs, each showing the command only its own GPU. */
+    unsigned parallel;
+    unsigned gpu_runners;
+    batchfit__runner *gpu_runner[BATCHFIT_MAX_GPUS];
+    batchfit_device *device;
 } command_source;
 
 void batchfit_command_options_init(batchfit_command_options *copts)
@@ -41,6 +54,260 @@ static int command_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
         return batchfit__fail(c->result_ctx, BATCHFIT_E_NO_MEMORY,
                               "out of memory recording the trial's GPU peaks");
     return rc;
+}
+
+/* What a trial's helper process sends back. */
+typedef struct helper_report {
+    int rc;
+    batchfit_trial trial;
+    batchfit_gpu_peak peak;
+    char error[BATCHFIT_ERRMSG_MAX];
+} helper_report;
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* In a helper: a stop request (the probing process forwards its interrupt,
+ * or died) stops the trial as an interrupt stops a single one. */
+static void helper_stop(int sig)
+{
+    batchfit_interrupt(sig);
+}
+
+/* Reads what the helpers send until each has closed its pipe. An interrupt
+ * of the probing process (a signal, or batchfit_interrupt from another
+ * thread) is passed on to every helper once, as SIGTERM. */
+static void gather(const pid_t *pid, const int *fd, size_t count, helper_report *reports,
+                   size_t *got)
+{
+    int open_fd[BATCHFIT_MAX_GPUS];
+    size_t left = count;
+    int forwarded = 0;
+    for (size_t j = 0; j < count; j++) {
+        open_fd[j] = 1;
+        got[j] = 0;
+    }
+    while (left) {
+        if (!forwarded && batchfit__interrupt_pending()) {
+            for (size_t j = 0; j < count; j++)
+                if (open_fd[j])
+                    kill(pid[j], SIGTERM);
+            forwarded = 1;
+        }
+        struct pollfd pf[BATCHFIT_MAX_GPUS];
+        size_t map[BATCHFIT_MAX_GPUS], n = 0;
+        for (size_t j = 0; j < count; j++)
+            if (open_fd[j]) {
+                pf[n].fd = fd[j];
+                pf[n].events = POLLIN;
+                pf[n].revents = 0;
+                map[n++] = j;
+            }
+        int ready = poll(pf, (nfds_t)n, 50);
+        if (ready <= 0)
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            if (!pf[i].revents)
+                continue;
+            size_t j = map[i];
+            char *dst = (char *)&reports[j];
+            ssize_t r = got[j] < sizeof reports[j]
+                            ? read(fd[j], dst + got[j], sizeof reports[j] - got[j])
+                            : read(fd[j], dst, 0) /* full: only the end is left */;
+            if (r > 0)
+                got[j] += (size_t)r;
+            else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+                open_fd[j] = 0;
+                left--;
+            }
+        }
+    }
+}
+
+/* A round on identical GPUs: each trial runs at once in a helper process
+ * of its own (forked from this single thread; the helper is the subreaper
+ * of its trial's processes), on its own GPU with its own runner, and
+ * sends its trial back through a pipe. Every helper is waited for on every
+ * path; an interrupt reaches each (the same process group), which stops
+ * its trial as a single trial would be stopped. */
+static int command_round(void *userdata, const uint64_t *batches, size_t count,
+                         batchfit_trial *trials)
+{
+    command_source *c = userdata;
+    pid_t pid[BATCHFIT_MAX_GPUS];
+    int fd[BATCHFIT_MAX_GPUS];
+    size_t started = 0;
+    int rc = BATCHFIT_OK;
+    static helper_report reports[BATCHFIT_MAX_GPUS];
+    pid_t parent = getpid();
+    for (; started < count && started < c->gpu_runners; started++) {
+        int p[2];
+        if (pipe(p) != 0) {
+            rc = batchfit__fail(c->result_ctx, BATCHFIT_E_TRIAL_ERROR,
+                                "cannot make a pipe for a parallel trial: %s", strerror(errno));
+            break;
+        }
+        fflush(NULL);
+        pid_t h = fork();
+        if (h < 0) {
+            close(p[0]);
+            close(p[1]);
+            rc = batchfit__fail(c->result_ctx, BATCHFIT_E_TRIAL_ERROR,
+                                "cannot start a parallel trial: %s", strerror(errno));
+            break;
+        }
+        if (h == 0) {
+            close(p[0]);
+            for (size_t j = 0; j < started; j++)
+                close(fd[j]);
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = helper_stop;
+            sigemptyset(&sa.sa_mask);
+            sigaction(SIGTERM, &sa, NULL);
+            sigaction(SIGINT, &sa, NULL);
+            signal(SIGPIPE, SIG_IGN);
+            prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+            if (getppid() != parent)
+                batchfit_interrupt(SIGTERM);
+            prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            helper_report *rep = &reports[started];
+            memset(rep, 0, sizeof *rep);
+            rep->trial = trials[started];
+            rep->rc = batchfit__runner_trial(c->gpu_runner[started], batches[started], &rep->trial);
+            unsigned n = 0;
+            const batchfit_gpu_peak *peaks = batchfit__runner_gpu_peaks(c->gpu_runner[started], &n);
+            if (n)
+                rep->peak = peaks[0];
+            if (rep->rc)
+                batchfit__copy(rep->error, sizeof rep->error,
+                               batchfit_ctx_last_error(c->result_ctx));
+            _exit(write_all(p[1], rep, sizeof *rep) == 0 ? 0 : 1);
+        }
+        close(p[1]);
+        pid[started] = h;
+        fd[started] = p[0];
+    }
+    size_t got[BATCHFIT_MAX_GPUS];
+    gather(pid, fd, started, reports, got);
+    for (size_t j = 0; j < started; j++) {
+        close(fd[j]);
+        while (waitpid(pid[j], NULL, 0) < 0 && errno == EINTR)
+            ;
+        if (rc)
+            continue;
+        if (got[j] != sizeof reports[j])
+            rc = batchfit__fail(c->result_ctx, BATCHFIT_E_TRIAL_ERROR,
+                                "the parallel trial at batch size %llu on %s ended without a "
+                                "report",
+                                (unsigned long long)batches[j],
+                                batchfit_device_spec(c->result->gpu_count
+                                                         ? batchfit__device_gpu(c->device, (unsigned)j)
+                                                         : c->device));
+        else if (reports[j].rc)
+            rc = batchfit__fail(c->result_ctx, reports[j].rc, "%s", reports[j].error);
+    }
+    if (rc)
+        return rc;
+    size_t first = c->result->trial_count;
+    for (size_t j = 0; j < count; j++) {
+        trials[j] = reports[j].trial;
+        /* Against the search's budget (the tightest GPU's): scaled from
+         * this GPU's own, as a trial on several GPUs is. */
+        if (trials[j].peak_known)
+            trials[j].peak_bytes = batchfit__scale_to_budget(
+                trials[j].peak_bytes, c->gpu_budget[j], c->result->budget.budget_bytes);
+        batchfit_gpu_peak row[BATCHFIT_MAX_GPUS];
+        memset(row, 0, sizeof row);
+        row[j] = reports[j].peak;
+        if (c->result->gpu_count &&
+            batchfit__result_set_gpu_peaks(c->result, first + j, row) != BATCHFIT_OK)
+            return batchfit__fail(c->result_ctx, BATCHFIT_E_NO_MEMORY,
+                                  "out of memory recording the trial's GPU peaks");
+    }
+    return BATCHFIT_OK;
+}
+
+/* Trials in parallel need GPUs that are the same: the same name and the
+ * same total memory. */
+static int identical_gpus(batchfit_ctx *ctx, batchfit_device *device, unsigned count)
+{
+    batchfit_device_info first, one;
+    uint64_t first_total = 0;
+    for (unsigned i = 0; i < count; i++) {
+        batchfit_device *g = batchfit__device_gpu(device, i);
+        batchfit_device_info *info = i ? &one : &first;
+        memset(info, 0, sizeof *info);
+        info->struct_size = sizeof *info;
+        uint64_t total = 0, free_bytes = 0;
+        if (batchfit_device_describe(g, info) != BATCHFIT_OK ||
+            batchfit_device_memory(g, &total, &free_bytes) != BATCHFIT_OK)
+            return batchfit__fail(ctx, BATCHFIT_E_DEVICE, "%s: cannot read what it is",
+                                  batchfit_device_spec(g));
+        if (i == 0)
+            first_total = total;
+        else if (strcmp(one.name, first.name) != 0 || total != first_total)
+            return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                                  "trials in parallel need identical GPUs: %s is %s with %llu "
+                                  "bytes, %s is %s with %llu bytes",
+                                  batchfit_device_spec(batchfit__device_gpu(device, 0)), first.name,
+                                  (unsigned long long)first_total, batchfit_device_spec(g),
+                                  one.name, (unsigned long long)total);
+    }
+    return BATCHFIT_OK;
+}
+
+static void free_gpu_runners(command_source *c)
+{
+    for (unsigned i = 0; i < c->gpu_runners; i++)
+        batchfit__runner_free(c->gpu_runner[i]);
+    c->gpu_runners = 0;
+}
+
+/* One runner per GPU, each with the GPU alone and its own budget. */
+static int make_gpu_runners(command_source *c, batchfit_ctx *ctx, batchfit_device *device,
+                            const batchfit__runner_options *base, batchfit_result *result)
+{
+    unsigned count = batchfit__device_gpus(device);
+    if (strcmp(device->ops->kind, "cuda") != 0 || count < 2)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "trials in parallel need several identical GPUs (--device "
+                              "cuda:all or cuda:0,1,...); %s is one device",
+                              batchfit_device_spec(device));
+    int rc = identical_gpus(ctx, device, count);
+    for (unsigned i = 0; rc == BATCHFIT_OK && i < count; i++) {
+        batchfit__runner_options ro = *base;
+        ro.device = batchfit__device_gpu(device, i);
+        ro.gpu_budget_bytes = NULL;
+        ro.budget_bytes = ro.enforce_bytes = c->gpu_budget[i];
+        rc = batchfit__runner_create(ctx, &ro, &c->gpu_runner[i]);
+        if (rc == BATCHFIT_OK)
+            c->gpu_runners = i + 1;
+    }
+    if (rc) {
+        free_gpu_runners(c);
+        return rc;
+    }
+    c->base.round = command_round;
+    c->base.round_width = c->parallel < count ? c->parallel : count;
+    c->device = device;
+    return batchfit__result_warn(ctx, result,
+                                 "trials in parallel: up to %u a round, one on each GPU",
+                                 c->base.round_width) == BATCHFIT_OK
+               ? BATCHFIT_OK
+               : BATCHFIT_E_NO_MEMORY;
 }
 
 static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *device,
@@ -87,10 +354,19 @@ static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *
         ro.vram_limit_gb = c->vram_text;
     }
     rc = batchfit__runner_create(ctx, &ro, &c->runner);
+    if (rc == BATCHFIT_OK && c->parallel > 1) {
+        rc = make_gpu_runners(c, ctx, device, &ro, result);
+        if (rc)
+            batchfit__runner_free(c->runner);
+        if (rc)
+            c->runner = NULL;
+    }
     if (rc == BATCHFIT_OK)
         rc = batchfit__result_keep(result, &result->mechanisms,
-                                   batchfit__runner_mechanisms(c->runner));
+                                   batchfit__runner_mechanisms(c->parallel > 1 ? c->gpu_runner[0]
+                                                                               : c->runner));
     if (rc) {
+        free_gpu_runners(c);
         batchfit__runner_free(c->runner);
         batchfit__oom_table_free(c->oom);
         return rc == BATCHFIT_E_NO_MEMORY
@@ -103,6 +379,7 @@ static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *
                                    "no {batch} in the command; the batch size reaches it only "
                                    "through BATCHFIT_BATCH_SIZE");
     if (rc) {
+        free_gpu_runners(c);
         batchfit__runner_free(c->runner);
         batchfit__oom_table_free(c->oom);
     }
@@ -112,6 +389,7 @@ static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *
 static void command_end(trial_source *src)
 {
     command_source *c = (command_source *)src;
+    free_gpu_runners(c);
     batchfit__runner_free(c->runner);
     batchfit__oom_table_free(c->oom);
     c->runner = NULL;
@@ -174,6 +452,7 @@ int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
                  .trial = command_trial,
                  .end = command_end},
         .copts = copts,
+        .parallel = opts->parallel,
     };
     rc = batchfit__probe_run(ctx, opts, device, &src.base, out);
     batchfit__buf_free(&settings);

@@ -253,6 +253,11 @@ static void read_outcome(reader *r, const jt_value *root)
     get_u64(r, o, "batch_size", &res->batch_size, NULL);
     get_u64(r, o, "smallest_failure", &res->smallest_failure, NULL);
     get_u64(r, o, "estimate", &res->first_guess, NULL);
+    /* Older results have no rounds: one trial a round. */
+    uint64_t rounds = 0;
+    int rounds_known = 0;
+    get_u64(r, o, "rounds", &rounds, &rounds_known);
+    res->rounds = rounds_known ? (size_t)rounds : res->trial_count;
     get_bool(r, o, "complete", &res->complete);
     get_bool(r, o, "interrupted", &res->interrupted);
     uint64_t signal_number = 0, exit_code = 0;

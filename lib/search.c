@@ -89,22 +89,26 @@ static void judge(const search *s, batchfit_trial *t)
     t->accepted = 1;
 }
 
-/* Runs one trial at lattice index i. Returns BATCHFIT_OK or a code that ends
- * the search. */
-static int run_trial(search *s, int64_t i)
+/* What an oracle's (or a round's) return says: a trial that did not run is
+ * never an outcome: a code ends the search with the oracle's own message,
+ * anything else nonzero aborts it. */
+static int oracle_code(search *s, int orc, uint64_t batch)
 {
-    batchfit_trial t;
-    memset(&t, 0, sizeof t);
-    t.batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
-    int orc = s->oracle(s->oracle_userdata, t.batch, &t);
-    /* A trial that did not run is never an outcome: a code ends the search
-     * with the oracle's own message, anything else nonzero aborts it. */
     if (orc >= BATCHFIT_E_INVALID_ARGUMENT && orc <= BATCHFIT_E_NOT_FOUND &&
         orc != BATCHFIT_E_ABORTED)
         return orc;
     if (orc != 0)
         return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED, "the trial at batch size %llu was aborted",
-                              (unsigned long long)t.batch);
+                              (unsigned long long)batch);
+    return BATCHFIT_OK;
+}
+
+/* Judges, records, logs and reports a trial that ran at lattice index i;
+ * with move set, moves the bracket by it. Returns BATCHFIT_OK or a code
+ * that ends the search. */
+static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
+{
+    batchfit_trial t = *tp;
     t.batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
     t.message[sizeof t.message - 1] = '\0';
     judge(s, &t);
@@ -123,7 +127,9 @@ static int run_trial(search *s, int64_t i)
                               "the trial at batch size %llu failed with an error that is not "
                               "out-of-memory: %s",
                               (unsigned long long)t.batch, t.message[0] ? t.message : "(no message)");
-    if (t.accepted) {
+    *tp = t;
+    if (!move) {
+    } else if (t.accepted) {
         if (i > s->lo)
             s->lo = i;
     } else if (i < s->hi) {
@@ -137,6 +143,19 @@ static int run_trial(search *s, int64_t i)
                               "the progress callback stopped the search after batch size %llu",
                               (unsigned long long)t.batch);
     return BATCHFIT_OK;
+}
+
+/* Runs one trial at lattice index i. Returns BATCHFIT_OK or a code that ends
+ * the search. */
+static int run_trial(search *s, int64_t i)
+{
+    batchfit_trial t;
+    memset(&t, 0, sizeof t);
+    t.batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
+    int rc = oracle_code(s, s->oracle(s->oracle_userdata, t.batch, &t), t.batch);
+    if (rc)
+        return rc;
+    return record_trial(s, i, &t, 1);
 }
 
 static int64_t clamp_inside(const search *s, int64_t i)
@@ -876,88 +895,86 @@ static void final_fit(const search *s, batchfit_fit *fit)
     batchfit__fit_line(x, y, n, fit);
 }
 
-int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
-                         batchfit_oracle_fn oracle, void *oracle_userdata,
-                         batchfit_result *result)
+static void search_init(search *s, batchfit_ctx *ctx, const batchfit_options *opts,
+                        batchfit_result *result)
 {
-    search s;
-    memset(&s, 0, sizeof s);
-    s.ctx = ctx;
-    s.opts = opts;
-    s.oracle = oracle;
-    s.oracle_userdata = oracle_userdata;
-    s.result = result;
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx;
+    s->opts = opts;
+    s->result = result;
     uint64_t extra = result->lattice == BATCHFIT_LATTICE_POW2 && opts->requested_max ? opts->requested_max : 0;
-    batchfit__lattice_init(&s.lattice, result->lattice, result->lattice_multiple, extra,
+    batchfit__lattice_init(&s->lattice, result->lattice, result->lattice_multiple, extra,
                            result->min_batch, result->upper_bound);
-    s.lo = -1;
-    s.hi = (int64_t)s.lattice.count;
-    s.budget_known = result->budget.known && result->budget.budget_bytes > 0;
-    s.budget = (double)result->budget.budget_bytes;
-    s.spread = result->budget.peak_spread > 0 ? result->budget.peak_spread : 0.0;
+    s->lo = -1;
+    s->hi = (int64_t)s->lattice.count;
+    s->budget_known = result->budget.known && result->budget.budget_bytes > 0;
+    s->budget = (double)result->budget.budget_bytes;
+    s->spread = result->budget.peak_spread > 0 ? result->budget.peak_spread : 0.0;
     /* A peak p measured with a relative spread e can come back as
      * p (1 + e) / (1 - e) on a re-run; accept only peaks that stay within the
      * budget even then. */
-    s.safe_budget = s.budget * (1.0 - s.spread) / (1.0 + s.spread);
-    s.aim = s.safe_budget;
+    s->safe_budget = s->budget * (1.0 - s->spread) / (1.0 + s->spread);
+    s->aim = s->safe_budget;
+}
 
-    int rc = BATCHFIT_OK;
-    unsigned trials = 0;
-    while (s.hi - s.lo > 1) {
-        int64_t next;
-        if (propose(&s, &next))
-            break;
-        if (trials == opts->max_trials) {
-            if (s.lo >= 0)
-                rc = batchfit__result_warn(
-                    ctx, result,
-                    "the search stopped at its limit of %u trials; the largest size that fits "
-                    "lies between %llu and %llu",
-                    opts->max_trials,
-                    (unsigned long long)batchfit__lattice_value(&s.lattice, (uint64_t)s.lo),
-                    (unsigned long long)(s.hi < (int64_t)s.lattice.count
-                                             ? batchfit__lattice_value(&s.lattice, (uint64_t)s.hi) - 1
-                                             : result->upper_bound));
-            break;
-        }
-        int64_t before_lo = s.lo, before_hi = s.hi, width_before = s.hi - s.lo;
-        rc = run_trial(&s, next);
-        trials++;
-        if (rc)
-            break;
-        s.misses = s.lo == before_lo ? s.misses + 1 : 0;
-        /* Before the first rejection, a fit that did not double the size
-         * is a creep toward a boundary the model cannot place. */
-        if (s.hi == (int64_t)s.lattice.count && before_lo >= 0) {
-            s.creeps = s.lo > before_lo && batchfit__lattice_value(&s.lattice, (uint64_t)s.lo) <
-                                               2 * batchfit__lattice_value(&s.lattice, (uint64_t)before_lo)
-                           ? s.creeps + 1
-                           : 0;
-            s.step = s.lo - before_lo;
-        }
-        /* A rejection inside the bracket that did not halve it spends
-         * slack (see MAX_WASTED). */
-        if (s.bracketed && s.lo == before_lo && 2 * (s.hi - s.lo) > width_before)
-            s.wasted++;
-        else if (s.bracketed && s.wasted >= MAX_WASTED && 2 * (s.hi - s.lo) <= width_before)
-            s.wasted = MAX_WASTED - 1;
-        if (s.bracketed) {
-            int halved = 2 * (s.hi - s.lo) <= width_before;
-            s.lo_step = s.lo > before_lo && !halved ? s.lo - before_lo : 0;
-            s.hi_step = s.hi < before_hi && !halved ? before_hi - s.hi : 0;
-            s.lo_streak = s.lo_step ? s.lo_streak + 1 : 0;
-            s.hi_streak = s.hi_step ? s.hi_streak + 1 : 0;
-        }
-        s.bracketed = s.hi < (int64_t)s.lattice.count;
+/* The model's bookkeeping after the bracket moved from (before_lo,
+ * before_hi): after one trial, or after a round of them. */
+static void after_moves(search *s, int64_t before_lo, int64_t before_hi)
+{
+    int64_t width_before = before_hi - before_lo;
+    s->misses = s->lo == before_lo ? s->misses + 1 : 0;
+    /* Before the first rejection, a fit that did not double the size
+     * is a creep toward a boundary the model cannot place. */
+    if (s->hi == (int64_t)s->lattice.count && before_lo >= 0) {
+        s->creeps = s->lo > before_lo && batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) <
+                                             2 * batchfit__lattice_value(&s->lattice, (uint64_t)before_lo)
+                        ? s->creeps + 1
+                        : 0;
+        s->step = s->lo - before_lo;
     }
+    /* A rejection inside the bracket that did not halve it spends
+     * slack (see MAX_WASTED). */
+    if (s->bracketed && s->lo == before_lo && 2 * (s->hi - s->lo) > width_before)
+        s->wasted++;
+    else if (s->bracketed && s->wasted >= MAX_WASTED && 2 * (s->hi - s->lo) <= width_before)
+        s->wasted = MAX_WASTED - 1;
+    if (s->bracketed) {
+        int halved = 2 * (s->hi - s->lo) <= width_before;
+        s->lo_step = s->lo > before_lo && !halved ? s->lo - before_lo : 0;
+        s->hi_step = s->hi < before_hi && !halved ? before_hi - s->hi : 0;
+        s->lo_streak = s->lo_step ? s->lo_streak + 1 : 0;
+        s->hi_streak = s->hi_step ? s->hi_streak + 1 : 0;
+    }
+    s->bracketed = s->hi < (int64_t)s->lattice.count;
+}
 
-    final_fit(&s, &result->fit);
-    if (s.hi < (int64_t)s.lattice.count)
-        result->smallest_failure = batchfit__lattice_value(&s.lattice, (uint64_t)s.hi);
+static int stop_at_limit(search *s)
+{
+    if (s->lo < 0)
+        return BATCHFIT_OK;
+    return batchfit__result_warn(
+        s->ctx, s->result,
+        "the search stopped at its limit of %u trials; the largest size that fits "
+        "lies between %llu and %llu",
+        s->opts->max_trials, (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo),
+        (unsigned long long)(s->hi < (int64_t)s->lattice.count
+                                 ? batchfit__lattice_value(&s->lattice, (uint64_t)s->hi) - 1
+                                 : s->result->upper_bound));
+}
+
+/* The answer from the settled bracket (or the error that says why none). */
+static int search_finish(search *s, int rc)
+{
+    batchfit_ctx *ctx = s->ctx;
+    const batchfit_options *opts = s->opts;
+    batchfit_result *result = s->result;
+    final_fit(s, &result->fit);
+    if (s->hi < (int64_t)s->lattice.count)
+        result->smallest_failure = batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
     if (rc)
         return rc;
-    if (s.lo >= 0) {
-        result->batch_size = batchfit__lattice_value(&s.lattice, (uint64_t)s.lo);
+    if (s->lo >= 0) {
+        result->batch_size = batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
         result->source = BATCHFIT_SOURCE_MEASURED;
         if (opts->first_guess)
             batchfit__log(ctx, BATCHFIT_LOG_INFO,
@@ -967,10 +984,10 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
                           (unsigned long long)result->batch_size);
         return BATCHFIT_OK;
     }
-    if (s.hi == 0) {
+    if (s->hi == 0) {
         char budget[32] = "unknown";
-        if (s.budget_known)
-            batchfit_format_bytes(s.budget, budget, sizeof budget);
+        if (s->budget_known)
+            batchfit_format_bytes(s->budget, budget, sizeof budget);
         const batchfit_trial *last = &result->trials[result->trial_count - 1];
         return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
                               "even the minimum batch size %llu does not fit in the budget (%s)%s%s; "
@@ -983,7 +1000,197 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
                           "no batch size fitted within the limit of %u trials (smallest tried: "
                           "%llu); raise max_trials",
                           opts->max_trials,
-                          (unsigned long long)batchfit__lattice_value(&s.lattice, (uint64_t)s.hi));
+                          (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi));
+}
+
+int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
+                         batchfit_oracle_fn oracle, void *oracle_userdata,
+                         batchfit_result *result)
+{
+    search s;
+    search_init(&s, ctx, opts, result);
+    s.oracle = oracle;
+    s.oracle_userdata = oracle_userdata;
+
+    int rc = BATCHFIT_OK;
+    unsigned trials = 0;
+    while (s.hi - s.lo > 1) {
+        int64_t next;
+        if (propose(&s, &next))
+            break;
+        if (trials == opts->max_trials) {
+            rc = stop_at_limit(&s);
+            break;
+        }
+        int64_t before_lo = s.lo, before_hi = s.hi;
+        rc = run_trial(&s, next);
+        trials++;
+        result->rounds++;
+        if (rc)
+            break;
+        after_moves(&s, before_lo, before_hi);
+    }
+    return search_finish(&s, rc);
+}
+
+/* Adds lattice index i to a round's proposals when it lies strictly inside
+ * the bracket and is not there yet. */
+static void add_proposal(const search *s, int64_t *props, unsigned *n, unsigned k, int64_t i)
+{
+    if (*n >= k || i <= s->lo || i >= s->hi)
+        return;
+    for (unsigned j = 0; j < *n; j++)
+        if (props[j] == i)
+            return;
+    props[(*n)++] = i;
+}
+
+/* Up to k distinct lattice indices inside the bracket for one round; 0
+ * when the strategy has its answer. The strategy's own proposal comes
+ * first (what a serial search would run next). With no trial yet, a
+ * geometric spread from it up to the bound: wherever the boundary is, one
+ * gap of the spread holds it, and the first round brackets it within a
+ * factor of (bound / minimum)^(1/k). Afterwards the next size (which
+ * certifies the proposal as the answer when the proposal fits and it does
+ * not), then midpoints of the widest gaps between the bracket's ends and
+ * the proposals: the points that split what is left of the bracket, so
+ * that whichever way the proposal goes, the next round starts from a
+ * bracket a fraction of this one. */
+static unsigned propose_round(search *s, unsigned k, int64_t *props)
+{
+    int64_t first;
+    if (propose(s, &first))
+        return 0;
+    unsigned n = 0;
+    add_proposal(s, props, &n, k, first);
+    if (n == 0)
+        add_proposal(s, props, &n, k, propose_bisect(s));
+    if (s->result->trial_count == 0 && s->opts->strategy == BATCHFIT_STRATEGY_MODEL) {
+        double v0 = (double)batchfit__lattice_value(&s->lattice, (uint64_t)first);
+        double top = (double)batchfit__lattice_value(&s->lattice, (uint64_t)(s->hi - 1));
+        for (unsigned j = 1; j < k && v0 < top; j++)
+            add_proposal(s, props, &n, k,
+                         index_floor_of(s, v0 * pow(top / v0, (double)j / (double)k)));
+    } else {
+        add_proposal(s, props, &n, k, first + 1);
+    }
+    while (n < k) {
+        /* The widest gap, by the ratio of its ends' sizes, between
+         * consecutive points of {lo, proposals, hi} that holds a size not
+         * run yet: its geometric middle splits it (a boundary near a small
+         * size is found by doubling, one near a large size by bisection). */
+        int64_t best_a = 0, best_b = 0;
+        double best_w = -1.0;
+        int64_t a = s->lo;
+        for (;;) {
+            int64_t b = s->hi;
+            for (unsigned j = 0; j < n; j++)
+                if (props[j] > a && props[j] < b)
+                    b = props[j];
+            if (b - a >= 2) {
+                double va = (double)batchfit__lattice_value(&s->lattice, (uint64_t)(a < 0 ? 0 : a));
+                double vb = (double)batchfit__lattice_value(
+                    &s->lattice, (uint64_t)(b >= (int64_t)s->lattice.count ? b - 1 : b));
+                double w = log(vb / va);
+                if (w > best_w) {
+                    best_w = w;
+                    best_a = a;
+                    best_b = b;
+                }
+            }
+            if (b >= s->hi)
+                break;
+            a = b;
+        }
+        if (best_w < 0.0)
+            break;
+        double va = (double)batchfit__lattice_value(&s->lattice,
+                                                    (uint64_t)(best_a < 0 ? 0 : best_a));
+        double vb = (double)batchfit__lattice_value(
+            &s->lattice,
+            (uint64_t)(best_b >= (int64_t)s->lattice.count ? best_b - 1 : best_b));
+        int64_t m = index_floor_of(s, sqrt(va * vb));
+        if (m <= best_a)
+            m = best_a + 1;
+        if (m >= best_b)
+            m = best_b - 1;
+        unsigned before = n;
+        add_proposal(s, props, &n, k, m);
+        if (n == before)
+            break;
+    }
+    return n;
+}
+
+int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opts, unsigned k,
+                                  batchfit_round_fn round, void *round_userdata,
+                                  batchfit_result *result)
+{
+    enum { MAX_ROUND = BATCHFIT_MAX_PARALLEL };
+    if (k > MAX_ROUND)
+        k = MAX_ROUND;
+    search s;
+    search_init(&s, ctx, opts, result);
+    int rc = BATCHFIT_OK;
+    unsigned trials = 0;
+    int64_t props[MAX_ROUND];
+    uint64_t batches[MAX_ROUND];
+    batchfit_trial ts[MAX_ROUND];
+    while (s.hi - s.lo > 1) {
+        unsigned n = propose_round(&s, k, props);
+        if (n == 0)
+            break;
+        if (trials == opts->max_trials) {
+            rc = stop_at_limit(&s);
+            break;
+        }
+        if (n > opts->max_trials - trials)
+            n = opts->max_trials - trials;
+        memset(ts, 0, n * sizeof *ts);
+        for (unsigned j = 0; j < n; j++) {
+            batches[j] = batchfit__lattice_value(&s.lattice, (uint64_t)props[j]);
+            ts[j].batch = batches[j];
+        }
+        rc = oracle_code(&s, round(round_userdata, batches, n, ts), batches[0]);
+        if (rc)
+            break;
+        result->rounds++;
+        trials += n;
+        for (unsigned j = 0; j < n && rc == BATCHFIT_OK; j++)
+            rc = record_trial(&s, props[j], &ts[j], 0);
+        if (rc)
+            break;
+        /* The smallest rejected size bounds the bracket; of the accepted
+         * sizes only those below it count (under noise a larger size can
+         * pass where a smaller one failed: the failure wins). */
+        int64_t before_lo = s.lo, before_hi = s.hi;
+        for (unsigned j = 0; j < n; j++)
+            if (!ts[j].accepted && props[j] < s.hi) {
+                s.hi = props[j];
+                s.hi_need = ts[j].peak_known ? (double)ts[j].peak_bytes : 0.0;
+            }
+        for (unsigned j = 0; j < n; j++)
+            if (ts[j].accepted && props[j] > s.lo && props[j] < s.hi)
+                s.lo = props[j];
+        /* A failure's reading at or below what a smaller size was measured
+         * to use (what a framework had allocated when the first allocation
+         * failed) says nothing about what it needed. One trial at a time
+         * meets such a failure only above a size it extrapolated to; a
+         * round meets it far above the boundary. */
+        if (s.hi_need > 0.0 && s.hi < (int64_t)s.lattice.count) {
+            uint64_t hi_x = batchfit__lattice_value(&s.lattice, (uint64_t)s.hi);
+            for (size_t t = 0; t < result->trial_count; t++) {
+                const batchfit_trial *tr = &result->trials[t];
+                if (tr->accepted && tr->peak_known && tr->batch < hi_x &&
+                    (double)tr->peak_bytes >= s.hi_need) {
+                    s.hi_need = 0.0;
+                    break;
+                }
+            }
+        }
+        after_moves(&s, before_lo, before_hi);
+    }
+    return search_finish(&s, rc);
 }
 
 int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_oracle_fn oracle,
@@ -998,4 +1205,35 @@ int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_or
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "result: bounds not decided (call batchfit_decide first)");
     return batchfit__search_run(ctx, opts, oracle, oracle_userdata, result);
+}
+
+/* A serial search over a round function, one size a round. */
+typedef struct one_round {
+    batchfit_round_fn round;
+    void *userdata;
+} one_round;
+
+static int one_round_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
+{
+    const one_round *o = userdata;
+    return o->round(o->userdata, &batch, 1, trial);
+}
+
+int batchfit_search_parallel(batchfit_ctx *ctx, const batchfit_options *opts, unsigned parallel,
+                             batchfit_round_fn round, void *round_userdata,
+                             batchfit_result *result)
+{
+    if (!ctx || !round || !result || parallel == 0)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    int rc = batchfit__check_options(ctx, opts);
+    if (rc)
+        return rc;
+    if (result->min_batch == 0 || result->upper_bound < result->min_batch)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "result: bounds not decided (call batchfit_decide first)");
+    if (parallel == 1) {
+        one_round o = {round, round_userdata};
+        return batchfit__search_run(ctx, opts, one_round_trial, &o, result);
+    }
+    return batchfit__search_run_parallel(ctx, opts, parallel, round, round_userdata, result);
 }

@@ -31,6 +31,7 @@ typedef struct probe_cli {
     uint64_t max_trials;
     int quiet, no_cache, no_cgroup;
     int mpi;                 /* one rank of an MPI job (probe_mpi.c) */
+    int parallel;            /* --parallel: one trial on each identical GPU at once */
     batchfit_agree_mode agree;
     style style;
     char **command;

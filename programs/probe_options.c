@@ -263,6 +263,10 @@ static const option_def options[] = {
      "prints and exports"},
     {"--agree", "min|per-rank", OPT_SPECIAL, 0, 0, set_agree,
      "with --mpi: every rank uses the smallest answer (min, the default) or its own"},
+    {"--parallel", NULL, OPT_FLAG, AT(parallel), 1, NULL,
+     "with several identical GPUs (--device cuda:all or cuda:N,M,...) and a command that uses "
+     "one GPU: run up to one trial on each GPU at once, the search proposing a size for each "
+     "(fewer rounds, the same answer)"},
     {"--quiet", NULL, OPT_FLAG, AT(quiet), 1, NULL, "print only the result"},
     {"--style", "auto|basic|none", OPT_SPECIAL, 0, 0, set_style,
      "progress output: auto (colour on a terminal unless NO_COLOR), basic (plain), none (no "
@@ -405,6 +409,9 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
     c->command_argc = argc - i;
     c->opts.max_trials = (unsigned)c->max_trials;
     c->opts.cache = !c->no_cache;
+    if (c->parallel && c->mpi)
+        return usage_error("--parallel with --mpi is not supported yet");
+    c->opts.parallel = c->parallel ? BATCHFIT_MAX_GPUS : 0;
     c->cmd.timeout_seconds = c->timeout_seconds;
     c->cmd.sample_interval = c->sample_interval_ms / 1000.0;
     c->cmd.cgroups = c->no_cgroup ? BATCHFIT_CGROUPS_OFF : BATCHFIT_CGROUPS_AUTO;

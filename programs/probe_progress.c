@@ -101,8 +101,12 @@ static void print_gpus(const batchfit_result *r)
         const batchfit_trial *t = &r->trials[i];
         if (t->batch != r->batch_size || !t->accepted)
             continue;
+        /* Trials in parallel ran each size on one GPU: only that one. */
+        int parallel = r->rounds && r->rounds < r->trial_count;
         for (size_t g = 0; g < r->gpu_count; g++) {
             const batchfit_gpu_peak *p = &r->gpu_peaks[i * r->gpu_count + g];
+            if (parallel && !p->peak_known)
+                continue;
             char peak[32] = "unknown", budget[32];
             if (p->peak_known)
                 batchfit_format_bytes((double)p->peak_bytes, peak, sizeof peak);
@@ -138,7 +142,10 @@ void probe_print_summary(const session *s)
         fprintf(stderr, ", %zu of them over the budget after finishing", over);
     if (too_close)
         fprintf(stderr, ", %zu too close to the budget", too_close);
-    fprintf(stderr, ") with the %s strategy\n", batchfit_strategy_name(r->strategy));
+    fprintf(stderr, ") with the %s strategy", batchfit_strategy_name(r->strategy));
+    if (r->rounds && r->rounds < r->trial_count)
+        fprintf(stderr, ", in %zu rounds of trials at once", r->rounds);
+    fprintf(stderr, "\n");
     fprintf(stderr, "  budget %s of %s usable (margin %s held back)%s%s\n", budget, usable, margin,
             r->gpu_count ? " on the tightest GPU, " : "",
             r->gpu_count ? r->gpus[r->budget_gpu].spec : "");

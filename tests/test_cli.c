@@ -797,6 +797,136 @@ TEST(cli_multi_gpu_probe_through_fake_libraries)
     unlink(state + 11);
 }
 
+/* --parallel on four identical fake GPUs: one trial on each GPU at once
+ * (the trials meet: each waits for another's mark before it allocates),
+ * the answer of one GPU alone, nothing left on any GPU. */
+TEST(cli_parallel_trials_on_identical_fake_gpus)
+{
+    char state[256], cuda[1024], nvml[1024], dir[256], met[300], json_path[256];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-clipar", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-meet", (long)getpid());
+    snprintf(met, sizeof met, "%s/met", dir);
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-par.json", (long)getpid());
+    unlink(state + 11);
+    unlink(met);
+    rmdir(dir);
+    CHECK_EQ(mkdir(dir, 0700), 0);
+    const char *envs[] = {"FAKE_GPUS=16GiB,16GiB,16GiB,16GiB", state, cuda, nvml, NULL};
+    run r;
+    /* One GPU: 1 GiB + 100 MiB a sample in a 15.20 GiB budget. */
+    const char *one[] = {"probe", "--device", "cuda:0", "--no-cache", "--", tool(), "gpu-grow",
+                         "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, one, envs), 0);
+    CHECK_STR(last_line(r.out), "batch_size=145");
+    const char *par[] = {"probe", "--device", "cuda:all", "--parallel", "--no-cache",
+                         "--export-json", json_path, "--", tool(), "gpu-grow-meet", dir, "100",
+                         "1024", NULL};
+    CHECK_EQ(cli_env(&r, par, envs), 0);
+    CHECK_STR(last_line(r.out), "batch_size=145");
+    CHECK_CONTAINS(r.err, "trials in parallel: up to 4 a round, one on each GPU");
+    CHECK_CONTAINS(r.err, "rounds of trials at once");
+    /* The summary names the GPU the answer ran on, and only that one. */
+    CHECK_CONTAINS(r.err, "(Fake GPU 16GB): peak at batch 145 15.16 GiB of its budget 15.20 GiB");
+    CHECK(strstr(r.err, "peak at batch 145 unknown") == NULL);
+    CHECK_CONTAINS(r.err, "819.20 MiB on cuda:3");
+    char *meetings = read_file(met);
+    CHECK(meetings != NULL);
+    CHECK_CONTAINS(meetings, "met another trial");
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"batch_size\": 145");
+    /* Two rounds on a line (the spread, then the boundary and the next
+     * size), and a round more where sampling misses a reading. */
+    const char *rounds = strstr(json, "\"rounds\": ");
+    const char *result = strstr(json, "\"result\": {");
+    const char *trials = result ? strstr(result, "\"trials\": ") : NULL;
+    CHECK(rounds != NULL && trials != NULL);
+    CHECK(atoi(rounds + 10) >= 2 && atoi(rounds + 10) <= 3);
+    CHECK(atoi(trials + 10) > atoi(rounds + 10));
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+
+    /* GPUs that differ cannot share the search's rounds. */
+    const char *envs_mixed[] = {"FAKE_GPUS=16GiB,24GiB", state, cuda, nvml, NULL};
+    const char *mixed[] = {"probe", "--device", "cuda:all", "--parallel", "--no-cache", "--",
+                           tool(), "gpu-grow", "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, mixed, envs_mixed), 2);
+    CHECK_CONTAINS(r.err, "trials in parallel need identical GPUs");
+    left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+    /* One device has nothing to run in parallel with. */
+    const char *host[] = {"probe", "--device", "cuda:0", "--parallel", "--no-cache", "--",
+                          tool(), "gpu-grow", "100", "1024", NULL};
+    CHECK_EQ(cli_env(&r, host, envs), 2);
+    CHECK_CONTAINS(r.err, "need several identical GPUs");
+    const char *mpi[] = {"probe", "--mpi", "--parallel", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli_env(&r, mpi, envs), 2);
+    CHECK_CONTAINS(r.err, "--parallel with --mpi is not supported yet");
+    unlink(met);
+    rmdir(dir);
+    unlink(json_path);
+    unlink(state + 11);
+}
+
+/* An interrupt of batchfit (the signal to it alone) during a round of
+ * trials at once reaches every GPU's trial: each is stopped, the probe
+ * exits 130 with its JSON, no ballast or trial is left. */
+TEST(cli_parallel_interrupt_stops_every_trial)
+{
+    char state[256], cuda[1024], nvml[1024], pidfile[256], json_path[256];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-cliparint", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-parint.pid", (long)getpid());
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-parint.json", (long)getpid());
+    unlink(state + 11);
+    unlink(pidfile);
+    unlink(json_path);
+    const char *envs[] = {"FAKE_GPUS=16GiB,16GiB,16GiB,16GiB", state, cuda, nvml, NULL};
+    const char *args[] = {"probe", "--device", "cuda:all", "--parallel", "--no-cache",
+                          "--export-json", json_path, "--", tool(), "hang", pidfile, NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start_env(&r, args, envs, &o, &e), 0);
+    CHECK(wait_for_pid(pidfile) > 0);
+    kill(r.pid, SIGINT);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 128 + SIGINT);
+    CHECK_CONTAINS(r.err, "interrupted");
+    /* Every trial that started is gone (at most a zombie of a reaper). */
+    FILE *f = fopen(pidfile, "r");
+    CHECK(f != NULL);
+    long child;
+    int children = 0;
+    while (fscanf(f, "%ld", &child) == 1) {
+        children++;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", child);
+        FILE *st = fopen(path, "r");
+        if (!st)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, st);
+        buf[n] = '\0';
+        fclose(st);
+        char *p = strrchr(buf, ')');
+        CHECK(p && (p[2] == 'Z' || p[2] == 'X'));
+    }
+    fclose(f);
+    CHECK(children >= 1 && children <= 4);
+    char *json = read_file(json_path);
+    CHECK(json != NULL);
+    CHECK(valid_json(json));
+    CHECK_CONTAINS(json, "\"interrupted\": true");
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+    unlink(pidfile);
+    unlink(json_path);
+    unlink(state + 11);
+}
+
 /* batchfit estimate on the papers' numbers, then a probe that starts from
  * an estimate and says how far it was. */
 TEST(cli_estimate_and_a_probe_that_uses_it)

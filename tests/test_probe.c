@@ -543,3 +543,25 @@ TEST(probe_bench_suite_model_targets)
     CHECK(trials[95] <= 12);
     batchfit_ctx_free(ctx);
 }
+
+TEST(probe_parallel_on_a_sim_device_finds_the_same_size_in_fewer_rounds)
+{
+    fixture f;
+    CHECK(fixture_open(&f, SPEC));
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    uint64_t serial = f.result->batch_size;
+    size_t serial_rounds = f.result->rounds;
+    CHECK_EQ(serial_rounds, f.result->trial_count);
+    f.opts.parallel = 4;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    batchfit_result *r = f.result;
+    CHECK_EQ(r->batch_size, serial);
+    CHECK(r->rounds < r->trial_count);
+    CHECK(r->rounds <= serial_rounds);
+    CHECK(r->rounds <= 2);
+    /* The step is built once and released once, whatever the rounds. */
+    CHECK_EQ(f.step.builds, 2);
+    CHECK_EQ(f.step.releases, 2);
+    CHECK(device_is_clean(f.dev));
+    fixture_close(&f);
+}

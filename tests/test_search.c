@@ -393,3 +393,261 @@ TEST(search_rejects_undecided_results)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* A round function over the curve oracle: records every round's sizes. */
+typedef struct round_oracle {
+    curve_oracle *curve;
+    unsigned rounds;
+    unsigned max_count;   /* the most sizes one round asked for */
+    int duplicate;        /* a round asked for one size twice */
+    int unprepared;       /* a trial arrived without its batch set */
+    uint64_t flaky;       /* flaky_round: this size fails, whatever fits above it */
+    uint64_t first_round[64];
+    unsigned first_count;
+    int fail_round;       /* returns fail_code at this round (1-based); 0 = never */
+    int fail_code;
+} round_oracle;
+
+static int curve_round(void *userdata, const uint64_t *batches, size_t count,
+                       batchfit_trial *trials)
+{
+    round_oracle *ro = userdata;
+    ro->rounds++;
+    if (ro->fail_round && (int)ro->rounds == ro->fail_round)
+        return ro->fail_code;
+    if (count > ro->max_count)
+        ro->max_count = (unsigned)count;
+    for (size_t i = 0; i < count; i++) {
+        for (size_t j = 0; j < i; j++)
+            ro->duplicate |= batches[i] == batches[j];
+        if (ro->rounds == 1 && i < 64)
+            ro->first_round[ro->first_count++] = batches[i];
+        ro->unprepared |= trials[i].batch != batches[i];
+        int rc = curve_trial(ro->curve, batches[i], &trials[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int search_parallel_in(batchfit_options *o, unsigned k, round_oracle *ro,
+                              batchfit_result **out)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    int rc = batchfit_decide(ctx, o, 0, &r);
+    if (rc == BATCHFIT_OK) {
+        r->budget.known = 1;
+        r->budget.budget_bytes = (uint64_t)ro->curve->capacity;
+        rc = batchfit_search_parallel(ctx, o, k, curve_round, ro, r);
+    }
+    batchfit_ctx_free(ctx);
+    *out = r;
+    return rc;
+}
+
+TEST(search_parallel_finds_what_one_device_finds_in_fewer_rounds)
+{
+    static const batchfit_strategy exact[] = {BATCHFIT_STRATEGY_MODEL, BATCHFIT_STRATEGY_BISECT,
+                                              BATCHFIT_STRATEGY_BINSEARCH};
+    static const uint64_t truths[] = {1, 2, 3, 7, 100, 300, 1023, 1024, 4095, 4096};
+    static const unsigned ks[] = {1, 2, 4, 8};
+    for (size_t s = 0; s < 3; s++)
+        for (int peaks = 0; peaks < 2; peaks++)
+            for (size_t t = 0; t < sizeof truths / sizeof truths[0]; t++) {
+                size_t serial_rounds = 0;
+                for (size_t kk = 0; kk < 4; kk++) {
+                    batchfit_options o;
+                    batchfit_options_init(&o);
+                    o.strategy = exact[s];
+                    o.requested_max = 4096;
+                    /* Trials, not rounds: K devices run up to K a round. */
+                    o.max_trials = 400;
+                    curve_oracle c = {0};
+                    c.fixed = 1e9;
+                    c.per_sample = 3e6;
+                    c.capacity = c.fixed + c.per_sample * (double)truths[t] + 1e5;
+                    c.report_peak = peaks;
+                    round_oracle ro = {0};
+                    ro.curve = &c;
+                    batchfit_result *r;
+                    CHECK_EQ(search_parallel_in(&o, ks[kk], &ro, &r), BATCHFIT_OK);
+                    CHECK_EQ(r->batch_size, truths[t]);
+                    CHECK(answer_was_run(r));
+                    CHECK(all_tried_on_lattice(&c, r));
+                    CHECK_EQ(r->trial_count, c.count);
+                    CHECK_EQ(r->rounds, ro.rounds);
+                    CHECK(ro.max_count <= ks[kk]);
+                    CHECK(!ro.duplicate);
+                    CHECK(!ro.unprepared);
+                    /* Never a size twice over the whole search. */
+                    for (unsigned i = 0; i < c.count && i < 256; i++)
+                        for (unsigned j = 0; j < i; j++)
+                            CHECK(c.tried[i] != c.tried[j]);
+                    if (ks[kk] == 1) {
+                        serial_rounds = r->rounds;
+                        CHECK_EQ(r->rounds, r->trial_count);
+                    } else {
+                        /* The model with measured peaks never takes more
+                         * rounds than one device takes trials. (Without
+                         * peaks it bisects: a first round spread up to the
+                         * bound can cost a round or two near the minimum.) */
+                        if (exact[s] == BATCHFIT_STRATEGY_MODEL && peaks)
+                            CHECK(r->rounds <= serial_rounds);
+                        CHECK(r->rounds <= serial_rounds + 4);
+                    }
+                    /* With more than one device, a round is a batch of sizes,
+                     * not copies of one. */
+                    if (ks[kk] > 1 && truths[t] > 8)
+                        CHECK(ro.first_count > 1);
+                    batchfit_result_free(r);
+                }
+            }
+}
+
+TEST(search_parallel_model_first_round_spreads_and_second_settles_a_line)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    curve_oracle c = {0};
+    c.fixed = 1e9;
+    c.per_sample = 3e6;
+    c.capacity = c.fixed + c.per_sample * 3000.0 + 1e5;
+    c.report_peak = 1;
+    round_oracle ro = {0};
+    ro.curve = &c;
+    batchfit_result *r;
+    CHECK_EQ(search_parallel_in(&o, 4, &ro, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 3000);
+    /* The minimum, then a geometric spread up to the bound: 16, 256, 4096. */
+    CHECK_EQ(ro.first_count, 4);
+    CHECK_EQ(ro.first_round[0], 1);
+    CHECK_EQ(ro.first_round[1], 16);
+    CHECK_EQ(ro.first_round[2], 256);
+    CHECK_EQ(ro.first_round[3], 4096);
+    CHECK(r->rounds <= 3);
+    /* Trials are recorded in proposal order, round by round. */
+    for (unsigned i = 0; i < 4; i++)
+        CHECK_EQ(r->trials[i].batch, ro.first_round[i]);
+    batchfit_result_free(r);
+}
+
+/* Under noise a larger size can pass in the same round as a smaller one
+ * that failed: the failure bounds the bracket, the larger pass is not an
+ * answer. */
+static int flaky_round(void *userdata, const uint64_t *batches, size_t count,
+                       batchfit_trial *trials)
+{
+    round_oracle *ro = userdata;
+    int rc = curve_round(userdata, batches, count, trials);
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        if (batches[i] == ro->flaky) {
+            trials[i].outcome = BATCHFIT_OOM;
+            trials[i].peak_known = 0;
+        }
+    return rc;
+}
+
+TEST(search_parallel_a_failure_below_a_pass_bounds_the_bracket)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.strategy = BATCHFIT_STRATEGY_BISECT;
+    o.requested_max = 100;
+    curve_oracle c = {0};
+    c.fixed = 1e9;
+    c.per_sample = 3e6;
+    c.capacity = 1e12; /* everything fits, but for the flaky size */
+    c.report_peak = 1;
+    round_oracle ro = {0};
+    ro.curve = &c;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = (uint64_t)c.capacity;
+    /* Bisection over 1..100 with 3 devices: the first round is 50 (its own
+     * proposal), 51, then the geometric middle of the widest gap by ratio,
+     * (0, 50): 7. 51 passes where 50 failed: 50 bounds the bracket. */
+    ro.flaky = 50;
+    CHECK_EQ(batchfit_search_parallel(ctx, &o, 3, flaky_round, &ro, r), BATCHFIT_OK);
+    CHECK_EQ(ro.first_count, 3);
+    CHECK_EQ(ro.first_round[0], 50);
+    CHECK_EQ(ro.first_round[1], 51);
+    CHECK_EQ(ro.first_round[2], 7);
+    CHECK_EQ(r->trials[1].batch, 51);
+    CHECK(r->trials[1].accepted);
+    CHECK_EQ(r->batch_size, 49);
+    CHECK_EQ(r->smallest_failure, 50);
+    CHECK(answer_was_run(r));
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+TEST(search_parallel_errors_limits_and_arguments)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 4096;
+    curve_oracle c = {0};
+    c.fixed = 1e9;
+    c.per_sample = 3e6;
+    c.capacity = c.fixed + c.per_sample * 1000.0;
+    c.report_peak = 1;
+    round_oracle ro = {0};
+    ro.curve = &c;
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = (uint64_t)c.capacity;
+    CHECK_EQ(batchfit_search_parallel(ctx, &o, 0, curve_round, &ro, r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(batchfit_search_parallel(ctx, &o, 4, NULL, &ro, r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(ro.rounds, 0);
+    /* A round that could not run ends the search with its code, recording
+     * none of its trials. */
+    ro.fail_round = 2;
+    ro.fail_code = BATCHFIT_E_TRIAL_ERROR;
+    CHECK_EQ(batchfit_search_parallel(ctx, &o, 4, curve_round, &ro, r), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_EQ(r->trial_count, 4);
+    CHECK_EQ(r->rounds, 1);
+    batchfit_result_free(r);
+
+    /* A trial that ends in an error that is not out-of-memory ends it too. */
+    memset(&ro, 0, sizeof ro);
+    ro.curve = &c;
+    c.error_from = 500; /* the first round runs 1, 8, 64, 512 */
+    r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = (uint64_t)c.capacity;
+    CHECK_EQ(batchfit_search_parallel(ctx, &o, 4, curve_round, &ro, r), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "IndexError");
+    batchfit_result_free(r);
+
+    /* max_trials bounds the trials, not the rounds. */
+    memset(&ro, 0, sizeof ro);
+    ro.curve = &c;
+    c.error_from = 0;
+    o.max_trials = 6;
+    o.strategy = BATCHFIT_STRATEGY_BISECT;
+    r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = (uint64_t)c.capacity;
+    CHECK_EQ(batchfit_search_parallel(ctx, &o, 4, curve_round, &ro, r), BATCHFIT_OK);
+    CHECK_EQ(r->trial_count, 6);
+    CHECK_EQ(r->rounds, 2);
+    CHECK_EQ(r->warning_count, 1);
+    CHECK_CONTAINS(r->warnings[0], "limit of 6 trials");
+    CHECK(answer_was_run(r));
+    batchfit_result_free(r);
+
+    /* options.parallel is bounded. */
+    o.parallel = BATCHFIT_MAX_PARALLEL + 1;
+    r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}

@@ -42,7 +42,8 @@ class Options(Structure):
                 ("cached_batch", c_uint64), ("cached_fit", Fit), ("no_device", c_int),
                 ("fallback_batch", c_uint64), ("vram_limit_source", c_char_p),
                 ("cache", c_int), ("cache_dir", c_char_p), ("cache_key", c_char_p),
-                ("progress", PROGRESS_FN), ("progress_userdata", c_void_p)]
+                ("progress", PROGRESS_FN), ("progress_userdata", c_void_p),
+                ("parallel", c_uint)]
 
 
 class StepReport(Structure):

@@ -36,8 +36,13 @@
  *                                allocation prints PyTorch's raw-CUDA OOM message
  *   gpu-grow-each PER_SAMPLE_MIB,... [FIXED_MIB]  the same on every visible CUDA device at
  *                                once, device i with its own PER_SAMPLE; exits 3 unless
- *                                the driver shows exactly as many devices as are listed */
+ *                                the driver shows exactly as many devices as are listed
+ *   gpu-grow-meet DIR PER_SAMPLE_MIB [FIXED_MIB]  gpu-grow, marking DIR/PID while it runs;
+ *                                before allocating it waits (up to 3 s) for another trial's
+ *                                mark and, when one appears, appends a line to DIR/met: two
+ *                                trials ran at once */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
@@ -114,6 +119,44 @@ static int gpu_grow(long per_sample_mib, long fixed_mib)
     release(act);
     release(fixed);
     return 0;
+}
+
+/* Whether DIR holds the mark of a trial other than ours. */
+static int other_mark(const char *dir, const char *self)
+{
+    DIR *d = opendir(dir);
+    int found = 0;
+    struct dirent *e;
+    while (d && !found && (e = readdir(d)) != NULL)
+        found = e->d_name[0] >= '0' && e->d_name[0] <= '9' && strcmp(e->d_name, self) != 0;
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static int gpu_grow_meet(const char *dir, long per_sample_mib, long fixed_mib)
+{
+    char self[32], mark[4096], met[4096];
+    snprintf(self, sizeof self, "%ld", (long)getpid());
+    snprintf(mark, sizeof mark, "%s/%s", dir, self);
+    snprintf(met, sizeof met, "%s/met", dir);
+    FILE *f = fopen(mark, "w");
+    if (f)
+        fclose(f);
+    for (int i = 0; i < 300; i++) {
+        if (other_mark(dir, self)) {
+            FILE *m = fopen(met, "a");
+            if (m) {
+                fprintf(m, "%s met another trial\n", self);
+                fclose(m);
+            }
+            break;
+        }
+        sleep_ms(10);
+    }
+    int rc = gpu_grow(per_sample_mib, fixed_mib);
+    unlink(mark);
+    return rc;
 }
 
 /* gpu-grow on every visible device, each with its own per-sample size, as
@@ -280,6 +323,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "gpu-grow-each") == 0 && argc > 2)
         return gpu_grow_each(argv[2], argc > 3 ? atol(argv[3]) : 0);
+    if (strcmp(mode, "gpu-grow-meet") == 0 && argc > 3)
+        return gpu_grow_meet(argv[2], atol(argv[3]), argc > 4 ? atol(argv[4]) : 0);
     if (strcmp(mode, "gpu-grow") == 0 && argc > 2)
         return gpu_grow(atol(argv[2]), argc > 3 ? atol(argv[3]) : 0);
     if (strcmp(mode, "sleepers") == 0 && argc > 2) {
