@@ -63,7 +63,7 @@ lib: $(SHARED) $(STATIC)
 cli: $(CLI)
 
 # The CLI sees only the public header (-Iinclude, never -Ilib).
-$(BUILD)/programs/%.o: programs/%.c programs/cli.h include/batchfit.h
+$(BUILD)/programs/%.o: programs/%.c programs/cli.h programs/probe.h include/batchfit.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -159,7 +159,8 @@ $(BUILD)/tests/list.h: $(TEST_SRC)
 	@mkdir -p $(@D)
 	grep -ho '^TEST([a-z0-9_]*)' $(TEST_SRC) | sed 's/^TEST(\(.*\))/X(\1)/' > $@
 
-$(BUILD)/tests/%.o: tests/%.c tests/test.h include/batchfit.h lib/internal.h
+$(BUILD)/tests/%.o: tests/%.c tests/test.h tests/child_helpers.h include/batchfit.h lib/internal.h \
+                   lib/probe.h bench/profiles.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Ilib -c $< -o $@
 
