@@ -203,14 +203,22 @@ static int64_t propose_leap(const search *s)
     return clamp_inside(s, index_floor_of(s, far));
 }
 
-/* The fitting trials with a measured peak: at most one point per batch size
- * (the highest peak seen there, and in low the lowest), sorted by batch. */
-static unsigned collect_points(const search *s, double *x, double *y, double *low)
+/* Which readings to collect: fitting trials with a measured peak, or
+ * rejected trials that said what they needed (a peak over the threshold,
+ * or what an out-of-memory trial reached at least). */
+typedef enum reading { READ_FITS, READ_FAILURES } reading;
+
+/* The readings of one kind, at most one point per batch size (the highest
+ * peak seen there, and in low, when given, the lowest), sorted by batch. */
+static unsigned collect(const search *s, reading kind, double *x, double *y, double *low)
 {
     unsigned n = 0;
     for (size_t t = 0; t < s->result->trial_count; t++) {
         const batchfit_trial *tr = &s->result->trials[t];
-        if (tr->outcome != BATCHFIT_FITS || !tr->peak_known)
+        int wanted = kind == READ_FITS
+                         ? tr->outcome == BATCHFIT_FITS
+                         : !tr->accepted && tr->outcome != BATCHFIT_ERROR;
+        if (!wanted || !tr->peak_known)
             continue;
         double bx = (double)tr->batch, py = (double)tr->peak_bytes;
         unsigned k = 0;
@@ -236,6 +244,11 @@ static unsigned collect_points(const search *s, double *x, double *y, double *lo
         n++;
     }
     return n;
+}
+
+static unsigned collect_points(const search *s, double *x, double *y, double *low)
+{
+    return collect(s, READ_FITS, x, y, low);
 }
 
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
@@ -449,34 +462,9 @@ static double shown_scatter(const double *y, const double *low, unsigned n)
     return shown;
 }
 
-/* The readings of rejected trials that said what they needed (a peak over
- * the threshold, or what an out-of-memory trial reached at least), one per
- * size (the highest), sorted by batch. */
 static unsigned collect_failures(const search *s, double *x, double *y)
 {
-    unsigned n = 0;
-    for (size_t t = 0; t < s->result->trial_count; t++) {
-        const batchfit_trial *tr = &s->result->trials[t];
-        if (tr->accepted || !tr->peak_known || tr->outcome == BATCHFIT_ERROR)
-            continue;
-        double bx = (double)tr->batch, py = (double)tr->peak_bytes;
-        unsigned k = 0;
-        while (k < n && x[k] < bx)
-            k++;
-        if (k < n && x[k] == bx) {
-            if (py > y[k])
-                y[k] = py;
-            continue;
-        }
-        if (n == MAX_POINTS)
-            continue;
-        memmove(&x[k + 1], &x[k], (n - k) * sizeof *x);
-        memmove(&y[k + 1], &y[k], (n - k) * sizeof *y);
-        x[k] = bx;
-        y[k] = py;
-        n++;
-    }
-    return n;
+    return collect(s, READ_FAILURES, x, y, NULL);
 }
 
 /* Inside a bracket whose ends both gave a reading: lo's peak (accepted) and
