@@ -303,17 +303,22 @@ static double replay_peak(const replay_table *t, uint64_t batch, double u)
     return at[0] + (at[1] - at[0]) * ((double)batch - x0) / (x1 - x0);
 }
 
+/* The case's peak at batch for a draw u in [-1, 1] (the bottom to the top
+ * of the wander, or of the runs measured there); UNIT_TOP: the top. */
+#define UNIT_TOP 2.0
+
 static double case_peak(const bench_case *c, uint64_t batch, double u)
 {
+    int top = u >= UNIT_TOP;
     if (c->family == BENCH_REPLAYED)
-        return replay_peak(&replays[c->replay], batch, u < 0.0 ? -1.0 : 0.5 * (u + 1.0) * 0.999999);
+        return replay_peak(&replays[c->replay], batch, top ? -1.0 : 0.5 * (u + 1.0) * 0.999999);
     double central = (double)bench_profile_peak(&c->profile, batch, 0.0);
-    return central * (1.0 + (u < 0.0 ? c->wander : u * c->wander));
+    return central * (1.0 + (top ? 1.0 : u) * c->wander);
 }
 
 uint64_t bench_case_peak_max(const bench_case *c, uint64_t batch)
 {
-    return (uint64_t)case_peak(c, batch, -1.0);
+    return (uint64_t)case_peak(c, batch, UNIT_TOP);
 }
 
 uint64_t bench_case_exact(const bench_case *c, uint64_t bound)

@@ -326,9 +326,15 @@ static int certified_by_failure(const search *s, double top_x, double top_y, dou
     return top_y + 0.95 * flatter * (next_x - top_x) - granule > s->safe_budget;
 }
 
-/* The remembered size fitted: the next size decides. A remembered curve
- * that the new measurement agrees with (within 1%) can settle it without a
- * trial, where even its pessimistic end puts the next size over the budget. */
+/* The remembered size fitted. Where the new peak agrees with the
+ * remembered curve (within 1%, or within the declared band of two draws
+ * and the curve's own residual), the program is the one remembered and
+ * only the budget may have moved: the curve, anchored at the new peak,
+ * says where the threshold is crossed now. Far above the remembered size,
+ * go there (a larger budget); at the next size, the next size decides,
+ * and even the curve's pessimistic end putting it over the threshold
+ * settles the search without a trial. A curve the peak disagrees with
+ * says nothing: the next size decides. */
 static int verify_cached(search *s, int64_t *next)
 {
     const batchfit_fit *fit = &s->opts->cached_fit;
@@ -339,13 +345,22 @@ static int verify_cached(search *s, int64_t *next)
         return 0;
     double x = (double)t->batch, y = (double)t->peak_bytes;
     double miss = fabs(fit->intercept_bytes + fit->bytes_per_sample * x - y);
-    if (miss > 0.01 * y)
+    double band = 2.0 * s->spread * y;
+    if (miss > 0.01 * y && miss > band + fit->max_residual_bytes)
         return 0;
     /* Trust the remembered slope only beyond how far the curve moved and
      * the fit's own residual. */
     double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
     double pessimistic = y + fit->bytes_per_sample * (next_x - x) - miss - fit->max_residual_bytes;
-    return pessimistic > s->safe_budget;
+    if (pessimistic > s->safe_budget)
+        return 1;
+    /* Under a declared spread the one reading is a draw: aim the half band
+     * a draw strays below the threshold. */
+    double aim = s->safe_budget - s->spread * y - fit->max_residual_bytes;
+    int64_t c = index_floor_of(s, x + (aim - y) / fit->bytes_per_sample);
+    if (c > s->lo + 1)
+        *next = clamp_inside(s, c);
+    return 0;
 }
 
 /* The largest batch that no line through two measured points puts over the
@@ -420,28 +435,42 @@ static int64_t propose_without_points(const search *s)
 
 /* The slope is unknown here: the points show no rise, a fall, or a rise the
  * noise could have made. That is never "memory does not grow". Inside a
- * bracket, bisect. Otherwise move on only as far as the steepest slope the
- * top point allows: all it holds above the baseline (all of it, without a
- * baseline) is taken as growing with the batch, plus the noise it may hide.
- * On a line with an intercept at least the baseline that size still fits;
- * a remembered curve may only make the step shorter. */
-static int64_t propose_slope_unknown(const search *s, double top_x, double top_y, double noise,
-                                     double granule)
+ * bracket, bisect. With a remembered curve (the cache's fit of the same
+ * command), its slope stands: the points place it (the mean of what each
+ * says the intercept is, so the draws average out), and the search goes
+ * where it crosses the aim; where that is not above lo, the points agree
+ * that lo is the last size below it and the search is settled (returns 1).
+ * Otherwise move on only as far as the steepest slope the top point
+ * allows: all it holds above the baseline (all of it, without a baseline)
+ * is taken as growing with the batch, plus the noise it may hide. On a
+ * line with an intercept at least the baseline that size still fits. */
+static int propose_slope_unknown(const search *s, const double *x, const double *y, unsigned n,
+                                 double noise, double granule, int64_t *next)
 {
-    if (s->hi < (int64_t)s->lattice.count)
-        return propose_bisect(s);
-    double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
-    double grown = top_y + noise - base;
-    if (!(grown > 0.0))
-        return propose_leap(s);
-    double target = crossing(s, top_x, top_y + granule, grown / top_x);
+    if (s->hi < (int64_t)s->lattice.count) {
+        *next = propose_bisect(s);
+        return 0;
+    }
+    double top_x = x[n - 1], top_y = y[n - 1];
     double remembered = remembered_slope(s);
     if (remembered > 0.0) {
-        double along = crossing(s, top_x, top_y + noise, remembered);
-        if (along < target)
-            target = along;
+        double intercept = 0.0;
+        for (unsigned i = 0; i < n; i++)
+            intercept += (y[i] - remembered * x[i]) / n;
+        int64_t c = index_floor_of(s, (s->aim - intercept) / remembered);
+        if (c <= s->lo && s->lo >= 0)
+            return 1;
+        *next = clamp_inside(s, c);
+        return 0;
     }
-    return clamp_inside(s, index_floor_of(s, target));
+    double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
+    double grown = top_y + noise - base;
+    if (!(grown > 0.0)) {
+        *next = propose_leap(s);
+        return 0;
+    }
+    *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y + granule, grown / top_x)));
+    return 0;
 }
 
 /* The scatter the measurements show for certain: the largest disagreement
@@ -672,7 +701,7 @@ static int propose_model(search *s, int64_t *next)
                           : (fy[use - 1] - fy[use - 2]) / (fx[use - 1] - fx[use - 2]);
     /* A rise between two points is evidence of a slope only beyond what
      * rounding and the noise of both could make. */
-    double resolvable = 2.0 * noise + granule;
+    double resolvable = noise + granule;
     /* Under noise, two neighbours near the boundary can differ by less than
      * that, or even fall: their secant is noise. Reach down to the nearest
      * point the top one rises above by a resolvable amount. */
@@ -722,7 +751,10 @@ static int propose_model(search *s, int64_t *next)
             return 1;
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
             return 1;
-        int b = propose_bracket(s, x, y, n, shown_scatter(y, low, n), granule, noise, next);
+        double shown = shown_scatter(y, low, n);
+        if (s->spread > 0.0 && !quiet && scatter > shown)
+            shown = scatter;
+        int b = propose_bracket(s, x, y, n, shown, granule, noise, next);
         if (b >= 0)
             return b;
     }
@@ -753,8 +785,7 @@ static int propose_model(search *s, int64_t *next)
                        : 0.0;
         if (!(grown > 0.0) || grown < declared) {
             /* What the batch added is lost in the noise. */
-            *next = propose_slope_unknown(s, top_x, top_y, declared, g);
-            return 0;
+            return propose_slope_unknown(s, x, y, n, declared, g, next);
         }
         double target = crossing(s, top_x, top_y + g, grown / top_x);
         double remembered = remembered_slope(s);
@@ -765,8 +796,7 @@ static int propose_model(search *s, int64_t *next)
     }
     if (!(slope > 0.0) || fy[use - 1] - fy[0] < resolvable) {
         /* No rise, a fall, or one lost in the noise: the slope is unknown. */
-        *next = propose_slope_unknown(s, top_x, top_y, noise, granule);
-        return 0;
+        return propose_slope_unknown(s, x, y, n, noise, granule, next);
     }
     /* Anchor the line at the largest measured point: extrapolating a short
      * distance from a measurement is far less sensitive to a wrong slope.

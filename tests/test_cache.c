@@ -215,6 +215,47 @@ TEST(cache_verification_in_the_search)
     batchfit_ctx_free(ctx);
 }
 
+/* The budget grew (a larger device, the same program): the remembered
+ * size fits and the remembered curve, which its peak agrees with, says
+ * where the threshold is crossed now. The search goes there, not one size
+ * at a time: the answer of a fresh search in at most three trials (the
+ * third, the next size, out of memory). */
+TEST(cache_remembered_curve_leads_to_a_larger_budget)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *small = NULL, *large = NULL;
+    CHECK_EQ(batchfit_device_open(
+                 ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB,granule=2MiB", &small),
+             BATCHFIT_OK);
+    CHECK_EQ(batchfit_device_open(
+                 ctx, "sim:capacity=20GiB,fixed=1GiB,per_sample=100MiB,granule=2MiB", &large),
+             BATCHFIT_OK);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, small, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    uint64_t remembered = r->batch_size;
+    batchfit_fit fit = r->fit;
+    batchfit_result_free(r);
+    CHECK_EQ(batchfit_probe(ctx, &o, large, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    uint64_t fresh = r->batch_size;
+    batchfit_result_free(r);
+    CHECK(fresh > remembered + 30);
+
+    o.cached_batch = remembered;
+    o.cached_fit = fit;
+    CHECK_EQ(batchfit_probe(ctx, &o, large, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, fresh);
+    CHECK_EQ(r->trials[0].batch, remembered);
+    CHECK(r->trials[1].batch > remembered + 30);
+    CHECK(r->trial_count <= 3);
+    CHECK(r->oom_trials <= 1); /* the next size, which settles it */
+    batchfit_result_free(r);
+    batchfit_device_free(small);
+    batchfit_device_free(large);
+    batchfit_ctx_free(ctx);
+}
+
 /* Writes text as the entry of key in dir. */
 static void plant(const char *dir, const char *key, const char *text)
 {
