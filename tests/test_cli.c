@@ -862,9 +862,6 @@ TEST(cli_parallel_trials_on_identical_fake_gpus)
                           tool(), "gpu-grow", "100", "1024", NULL};
     CHECK_EQ(cli_env(&r, host, envs), 2);
     CHECK_CONTAINS(r.err, "need several identical GPUs");
-    const char *mpi[] = {"probe", "--mpi", "--parallel", "--", tool(), "exit", "0", NULL};
-    CHECK_EQ(cli_env(&r, mpi, envs), 2);
-    CHECK_CONTAINS(r.err, "--parallel with --mpi is not supported yet");
     unlink(met);
     rmdir(dir);
     unlink(json_path);
@@ -1323,11 +1320,12 @@ TEST(cli_summary_names_every_kind_of_trial)
 }
 
 /* mpirun with one batchfit rank per device spec (an MPMD job: each rank
- * its own --device), plus extra arguments for every rank. */
-static int mpirun(run *r, const char *const *specs, size_t ranks, const char *const *extra,
-                  int *out_fd, int *err_fd)
+ * its own --device), plus extra arguments for every rank and, where
+ * last is given, last[i] (NULL-terminated) after them for rank i. */
+static int mpirun_each(run *r, const char *const *specs, size_t ranks, const char *const *extra,
+                       const char *const *const *last, int *out_fd, int *err_fd)
 {
-    const char *argv[128];
+    const char *argv[256];
     size_t n = 0;
     argv[n++] = "mpirun";
     argv[n++] = "--oversubscribe";
@@ -1342,14 +1340,22 @@ static int mpirun(run *r, const char *const *specs, size_t ranks, const char *co
         argv[n++] = "--mpi";
         argv[n++] = "--device";
         argv[n++] = specs[i];
-        for (size_t k = 0; extra && extra[k] && n < 120; k++)
+        for (size_t k = 0; extra && extra[k] && n < 240; k++)
             argv[n++] = extra[k];
+        for (size_t k = 0; last && last[i][k] && n < 240; k++)
+            argv[n++] = last[i][k];
     }
     argv[n] = NULL;
     /* Under the sanitizers, leaks inside libmpi are not batchfit's. */
     const char *envs[] = {"OMPI_MCA_rmaps_base_oversubscribe=1", "ASAN_OPTIONS=detect_leaks=0",
                           NULL};
     return start_program(r, "mpirun", argv, envs, out_fd, err_fd);
+}
+
+static int mpirun(run *r, const char *const *specs, size_t ranks, const char *const *extra,
+                  int *out_fd, int *err_fd)
+{
+    return mpirun_each(r, specs, ranks, extra, NULL, out_fd, err_fd);
 }
 
 static uint64_t solo_answer(const char *spec)
@@ -1468,6 +1474,96 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     }
     CHECK(gone);
     unlink(pidfile);
+}
+
+/* --mpi --parallel on four identical sim ranks: each round every rank
+ * runs one of the search's sizes; the answer is the one-device probe's, in
+ * fewer rounds than trials, and the JSON says which rank ran each trial. */
+TEST(cli_mpi_parallel_trials_one_on_each_rank)
+{
+    const char *spec = "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB";
+    const char *specs[] = {spec, spec, spec, spec};
+    uint64_t solo = solo_answer(spec);
+    CHECK_EQ(solo, 145);
+    char json_path[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-mpipar.json", (long)getpid());
+    unlink(json_path);
+    const char *extra[] = {"--parallel", "--no-cache", "--export-json", json_path, NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun(&r, specs, 4, extra, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 0);
+    CHECK_STR(r.out, "batch_size=145\n");
+    CHECK_CONTAINS(r.err, "rounds of trials at once");
+    char *json = read_file(json_path);
+    CHECK(json && valid_json(json));
+    const char *p = json ? strstr(json, "\"rounds\": ") : NULL;
+    size_t rounds = p ? (size_t)strtoull(p + 10, NULL, 10) : 0;
+    size_t trials = 0;
+    for (const char *t = json ? strstr(json, "\"outcome\": ") : NULL; t;
+         t = strstr(t + 1, "\"outcome\": "))
+        trials++;
+    CHECK(rounds >= 1 && rounds < trials);
+    for (int i = 0; i < 4; i++) {
+        char expect[128];
+        snprintf(expect, sizeof expect, "\"rank\": %d,\n      \"device\": \"%s\"", i, spec);
+        CHECK_CONTAINS(json, expect);
+    }
+    unlink(json_path);
+}
+
+/* Ranks whose devices differ are bad input on every rank (exit 2), the
+ * message naming the rank and its device; nothing is run. */
+TEST(cli_mpi_parallel_refuses_devices_that_differ)
+{
+    const char *spec = "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB";
+    const char *specs[] = {spec, spec, "sim:capacity=12GiB,fixed=1GiB,per_sample=100MiB", spec};
+    const char *extra[] = {"--parallel", "--no-cache", NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun(&r, specs, 4, extra, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 2);
+    for (int i = 0; i < 4; i++) {
+        char expect[256];
+        snprintf(expect, sizeof expect,
+                 "rank %d: the job failed at rank 0 (%s): trials in parallel across ranks need "
+                 "identical devices",
+                 i, spec);
+        CHECK_CONTAINS(r.err, expect);
+    }
+    CHECK_CONTAINS(r.err, "rank 2 (sim:capacity=12GiB,fixed=1GiB,per_sample=100MiB) is sim with "
+                          "12884901888 bytes");
+    CHECK(strstr(r.err, "trial 1:") == NULL);
+    CHECK(strstr(r.out, "batch_size=") == NULL);
+}
+
+/* Rank 2's command fails with an error that is not out of memory in the
+ * first round: every rank ends with exit 4 and a message naming rank 2. */
+TEST(cli_mpi_parallel_a_failing_trial_ends_every_rank)
+{
+    const char *specs[] = {"host", "host", "host", "host"};
+    const char *extra[] = {"--parallel", "--no-cache", "--memory-budget", "256MiB", "--max", "64",
+                           "--", NULL};
+    const char *grow[] = {tool(), "grow", "64", NULL};
+    const char *bug[] = {tool(), "print", "a bug in rank 2", "1", NULL};
+    const char *const *last[] = {grow, grow, bug, grow};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 4);
+    for (int i = 0; i < 4; i++) {
+        char expect[128];
+        snprintf(expect, sizeof expect,
+                 "rank %d: the job failed at rank 2 (host): the trial at batch size ", i);
+        CHECK_CONTAINS(r.err, expect);
+    }
+    CHECK_CONTAINS(r.err, "failed with an error that is not out-of-memory: exited with status 1");
+    /* Rank 2 shows what its command said. */
+    CHECK_CONTAINS(r.err, "  | a bug in rank 2\n");
+    CHECK(strstr(r.out, "batch_size=") == NULL);
 }
 
 /* What a hostile review found, each a regression test: a refused option is
