@@ -890,7 +890,8 @@ typedef struct batchfit_ranks {
  * if every rank did: otherwise result->agreed_status is the code of the
  * first rank that failed on its own (ranks stopped by an interrupt or by a
  * peer's failure, BATCHFIT_E_ABORTED, count only when no rank failed
- * otherwise), the same on every rank so every rank can end with the same
+ * otherwise, and then a rank its own interrupt stopped, result->interrupted,
+ * comes first), the same on every rank so every rank can end with the same
  * exit status, and result->agreed_error names that rank. With
  * BATCHFIT_AGREE_MIN, result->agreed_batch_size is the smallest rank's
  * answer; with PER_RANK, this rank's own. The outcomes are kept in the

@@ -54,6 +54,7 @@ typedef struct job {
     unsigned width;    /* trials a round */
     uint64_t tightest; /* the smallest budget of any rank */
     int failed_rank;   /* rank 0: whose failure ended the search; -1 none */
+    char failed_error[BATCHFIT_ERRMSG_MAX]; /* rank 0: why that rank's trial could not run */
 } job;
 
 int batchfit__ranks_active(const batchfit_options *opts)
@@ -206,8 +207,12 @@ static int round_on_ranks(void *userdata, const uint64_t *batches, size_t count,
     for (size_t i = 0; i < count; i++) {
         const trial_wire *w = &all[i];
         if (w->rc) {
+            /* The search words an abort its own way; the rank's words are
+             * put back once it returns. */
             j->failed_rank = (int)i;
-            return batchfit__fail(j->ctx, w->rc, "%.*s", (int)sizeof w->error, w->error);
+            memcpy(j->failed_error, w->error, sizeof j->failed_error);
+            j->failed_error[sizeof j->failed_error - 1] = '\0';
+            return batchfit__fail(j->ctx, w->rc, "%s", j->failed_error);
         }
         trials[i] = w->trial;
         trials[i].message[sizeof trials[i].message - 1] = '\0';
@@ -312,6 +317,8 @@ int batchfit__ranks_search(batchfit_ctx *ctx, const batchfit_options *opts,
     memset(&end, 0, sizeof end);
     if (opts->ranks->rank == 0) {
         rc = batchfit__search_run_parallel(ctx, opts, width, round_on_ranks, &j, result);
+        if (rc && j.failed_error[0])
+            batchfit__fail(ctx, rc, "%s", j.failed_error);
         end.op = ORDER_END;
         end.status = rc;
         end.failed_rank = rc ? (j.failed_rank >= 0 ? j.failed_rank : 0) : -1;
