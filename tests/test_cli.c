@@ -81,6 +81,28 @@ static long wait_for_pid(const char *path)
     return 0;
 }
 
+/* Waits for a trial to write its pid to pidfile and sends sig to its
+ * parent, the batchfit rank that runs it. Returns the trial's pid, or 0
+ * when it or its parent could not be found. */
+static long signal_rank_of_trial(const char *pidfile, int sig)
+{
+    long child = wait_for_pid(pidfile);
+    char path[64], stat[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", child);
+    FILE *f = child > 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        stat[n] = '\0';
+        fclose(f);
+    }
+    const char *close_paren = strrchr(stat, ')');
+    long parent = 0;
+    if (!close_paren || sscanf(close_paren + 2, "%*c %ld", &parent) != 1 || parent <= 1)
+        return 0;
+    kill((pid_t)parent, sig);
+    return child;
+}
+
 /* Starts program with argv (NULL-terminated; argv[0] is the program) and
  * envs (NAME=VALUE strings, NULL-terminated; NULL for none). */
 static int start_program(run *r, const char *program, const char *const *argv,
@@ -1444,22 +1466,8 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     const char *host[] = {"host", "host"};
     const char *hang[] = {"--memory-budget", "256MiB", "--", tool(), "hang", pidfile, NULL};
     CHECK_EQ(mpirun(&r, host, 2, hang, &o, &e), 0);
-    long child = wait_for_pid(pidfile);
+    long child = signal_rank_of_trial(pidfile, SIGKILL);
     CHECK(child > 0);
-    /* The trial's parent is the batchfit rank. */
-    char path[64], stat[512] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", child);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(stat, 1, sizeof stat - 1, f);
-        stat[n] = '\0';
-        fclose(f);
-    }
-    const char *close_paren = strrchr(stat, ')');
-    long rank_pid = 0;
-    CHECK(close_paren && sscanf(close_paren + 2, "%*c %ld", &rank_pid) == 1);
-    CHECK(rank_pid > 1);
-    kill((pid_t)rank_pid, SIGKILL);
     finish(&r, o, e);
     CHECK(r.status != 0);
     /* The killed rank's trial died with it (parent-death signal): gone, or
@@ -1474,6 +1482,19 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     }
     CHECK(gone);
     unlink(pidfile);
+}
+
+/* The first rank of 0..ranks-1 whose "rank R: " line in err does not go
+ * on with text, or -1 when every rank says it. */
+static int rank_not_saying(const char *err, int ranks, const char *text)
+{
+    for (int i = 0; i < ranks; i++) {
+        char expect[512];
+        snprintf(expect, sizeof expect, "rank %d: %s", i, text);
+        if (!strstr(err, expect))
+            return i;
+    }
+    return -1;
 }
 
 /* --mpi --parallel on four identical sim ranks: each round every rank
@@ -1525,14 +1546,12 @@ TEST(cli_mpi_parallel_refuses_devices_that_differ)
     CHECK_EQ(mpirun(&r, specs, 4, extra, &o, &e), 0);
     finish(&r, o, e);
     CHECK_EQ(r.status, 2);
-    for (int i = 0; i < 4; i++) {
-        char expect[256];
-        snprintf(expect, sizeof expect,
-                 "rank %d: the job failed at rank 0 (%s): trials in parallel across ranks need "
-                 "identical devices",
-                 i, spec);
-        CHECK_CONTAINS(r.err, expect);
-    }
+    char expect[256];
+    snprintf(expect, sizeof expect,
+             "the job failed at rank 0 (%s): trials in parallel across ranks need identical "
+             "devices",
+             spec);
+    CHECK_EQ(rank_not_saying(r.err, 4, expect), -1);
     CHECK_CONTAINS(r.err, "rank 2 (sim:capacity=12GiB,fixed=1GiB,per_sample=100MiB) is sim with "
                           "12884901888 bytes");
     CHECK(strstr(r.err, "trial 1:") == NULL);
@@ -1540,7 +1559,8 @@ TEST(cli_mpi_parallel_refuses_devices_that_differ)
 }
 
 /* Rank 2's command fails with an error that is not out of memory in the
- * first round: every rank ends with exit 4 and a message naming rank 2. */
+ * first round: every rank ends with exit 4 and a message naming rank 2;
+ * rank 2 interrupted in its trial ends every rank with 130. */
 TEST(cli_mpi_parallel_a_failing_trial_ends_every_rank)
 {
     const char *specs[] = {"host", "host", "host", "host"};
@@ -1554,16 +1574,29 @@ TEST(cli_mpi_parallel_a_failing_trial_ends_every_rank)
     CHECK_EQ(mpirun_each(&r, specs, 4, extra, last, &o, &e), 0);
     finish(&r, o, e);
     CHECK_EQ(r.status, 4);
-    for (int i = 0; i < 4; i++) {
-        char expect[128];
-        snprintf(expect, sizeof expect,
-                 "rank %d: the job failed at rank 2 (host): the trial at batch size ", i);
-        CHECK_CONTAINS(r.err, expect);
-    }
+    CHECK_EQ(rank_not_saying(r.err, 4,
+                             "the job failed at rank 2 (host): the trial at batch size "),
+             -1);
     CHECK_CONTAINS(r.err, "failed with an error that is not out-of-memory: exited with status 1");
     /* Rank 2 shows what its command said. */
     CHECK_CONTAINS(r.err, "  | a bug in rank 2\n");
     CHECK(strstr(r.out, "batch_size=") == NULL);
+
+    /* Rank 2 alone is interrupted in its trial: every rank ends with 130,
+     * naming rank 2. */
+    char pidfile[256];
+    snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-mpiint.pid", (long)getpid());
+    unlink(pidfile);
+    const char *hang[] = {tool(), "hang", pidfile, NULL};
+    const char *const *last_hang[] = {grow, grow, hang, grow};
+    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last_hang, &o, &e), 0);
+    CHECK(signal_rank_of_trial(pidfile, SIGINT) > 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 130);
+    CHECK_EQ(rank_not_saying(r.err, 4,
+                             "the job failed at rank 2 (host): interrupted during the trial"),
+             -1);
+    unlink(pidfile);
 }
 
 /* What a hostile review found, each a regression test: a refused option is
