@@ -121,6 +121,13 @@ static int first_exchange(job *j, int status, const batchfit_result *result,
     if (rc)
         return rc;
     memcpy(j->ready, j->buf, (size_t)j->ranks->size * sizeof *j->ready);
+    /* Every rank's texts end inside their fields, whatever arrived. */
+    for (int r = 0; r < j->ranks->size; r++) {
+        ready_wire *w = &j->ready[r];
+        w->spec[sizeof w->spec - 1] = '\0';
+        w->name[sizeof w->name - 1] = '\0';
+        w->error[sizeof w->error - 1] = '\0';
+    }
     const ready_wire *all = j->ready;
     /* The cause is the first rank that failed on its own, as in the
      * agreement; a rank stopped by an interrupt counts after those. */
@@ -134,8 +141,8 @@ static int first_exchange(job *j, int status, const batchfit_result *result,
     if (failed >= 0) {
         const ready_wire *f = &all[failed];
         return batchfit__fail(j->ctx, BATCHFIT_E_ABORTED,
-                              "stopped before any trial: rank %d (%s) failed: %.*s", failed,
-                              spec_of(f), (int)sizeof f->error, f->error);
+                              "stopped before any trial: rank %d (%s) failed: %s", failed,
+                              spec_of(f), f->error);
     }
     j->tightest = all[0].budget_bytes;
     for (int r = 0; r < j->ranks->size; r++) {
@@ -143,18 +150,16 @@ static int first_exchange(job *j, int status, const batchfit_result *result,
         if (w->list)
             return batchfit__fail(j->ctx, BATCHFIT_E_INVALID_ARGUMENT,
                                   "trials in parallel across ranks need one device a rank: rank "
-                                  "%d has %.*s, a device of several GPUs",
-                                  r, (int)sizeof w->spec, w->spec);
-        if (strncmp(w->name, all[0].name, sizeof w->name) != 0 ||
+                                  "%d has %s, a device of several GPUs",
+                                  r, w->spec);
+        if (strcmp(w->name, all[0].name) != 0 ||
             w->total_bytes != all[0].total_bytes)
             return batchfit__fail(j->ctx, BATCHFIT_E_INVALID_ARGUMENT,
                                   "trials in parallel across ranks need identical devices: rank "
-                                  "0 (%.*s) is %.*s with %llu bytes, rank %d (%.*s) is %.*s with "
-                                  "%llu bytes",
-                                  (int)sizeof all[0].spec, spec_of(&all[0]),
-                                  (int)sizeof all[0].name, all[0].name,
-                                  (unsigned long long)all[0].total_bytes, r,
-                                  (int)sizeof w->spec, spec_of(w), (int)sizeof w->name, w->name,
+                                  "0 (%s) is %s with %llu bytes, rank %d (%s) is %s with %llu "
+                                  "bytes",
+                                  spec_of(&all[0]), all[0].name,
+                                  (unsigned long long)all[0].total_bytes, r, spec_of(w), w->name,
                                   (unsigned long long)w->total_bytes);
         if (w->budget_bytes < j->tightest)
             j->tightest = w->budget_bytes;
