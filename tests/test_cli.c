@@ -1342,10 +1342,12 @@ TEST(cli_summary_names_every_kind_of_trial)
 }
 
 /* mpirun with one batchfit rank per device spec (an MPMD job: each rank
- * its own --device), plus extra arguments for every rank and, where
- * last is given, last[i] (NULL-terminated) after them for rank i. */
+ * its own --device; specs NULL: each rank's default), plus extra arguments
+ * for every rank and, where last is given, last[i] (NULL-terminated) after
+ * them for rank i; envs (NULL-terminated, may be NULL) reach every rank. */
 static int mpirun_each(run *r, const char *const *specs, size_t ranks, const char *const *extra,
-                       const char *const *const *last, int *out_fd, int *err_fd)
+                       const char *const *const *last, const char *const *envs, int *out_fd,
+                       int *err_fd)
 {
     const char *argv[256];
     size_t n = 0;
@@ -1360,8 +1362,10 @@ static int mpirun_each(run *r, const char *const *specs, size_t ranks, const cha
         argv[n++] = bin();
         argv[n++] = "probe";
         argv[n++] = "--mpi";
-        argv[n++] = "--device";
-        argv[n++] = specs[i];
+        if (specs) {
+            argv[n++] = "--device";
+            argv[n++] = specs[i];
+        }
         for (size_t k = 0; extra && extra[k] && n < 240; k++)
             argv[n++] = extra[k];
         for (size_t k = 0; last && last[i][k] && n < 240; k++)
@@ -1369,15 +1373,17 @@ static int mpirun_each(run *r, const char *const *specs, size_t ranks, const cha
     }
     argv[n] = NULL;
     /* Under the sanitizers, leaks inside libmpi are not batchfit's. */
-    const char *envs[] = {"OMPI_MCA_rmaps_base_oversubscribe=1", "ASAN_OPTIONS=detect_leaks=0",
-                          NULL};
-    return start_program(r, "mpirun", argv, envs, out_fd, err_fd);
+    const char *all_envs[16] = {"OMPI_MCA_rmaps_base_oversubscribe=1",
+                                "ASAN_OPTIONS=detect_leaks=0"};
+    for (size_t i = 0, k = 2; envs && envs[i] && k < 15; i++)
+        all_envs[k++] = envs[i];
+    return start_program(r, "mpirun", argv, all_envs, out_fd, err_fd);
 }
 
 static int mpirun(run *r, const char *const *specs, size_t ranks, const char *const *extra,
                   int *out_fd, int *err_fd)
 {
-    return mpirun_each(r, specs, ranks, extra, NULL, out_fd, err_fd);
+    return mpirun_each(r, specs, ranks, extra, NULL, NULL, out_fd, err_fd);
 }
 
 static uint64_t solo_answer(const char *spec)
@@ -1534,6 +1540,37 @@ TEST(cli_mpi_parallel_trials_one_on_each_rank)
     unlink(json_path);
 }
 
+/* --mpi --parallel on four identical fake GPUs, each rank on its
+ * default cuda:LOCAL_RANK: one GPU's answer, each rank running its share,
+ * nothing left on any GPU. */
+TEST(cli_mpi_parallel_on_identical_fake_gpus)
+{
+    char state[256], cuda[1024], nvml[1024];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-mpigpu", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    unlink(state + 11);
+    const char *envs[] = {"FAKE_GPUS=16GiB,16GiB,16GiB,16GiB", state, cuda, nvml, NULL};
+    const char *extra[] = {"--parallel", "--no-cache", "--", tool(), "gpu-grow", "100", "1024",
+                           NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun_each(&r, NULL, 4, extra, NULL, envs, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 0);
+    /* One GPU alone: 1 GiB + 100 MiB a sample in a 15.20 GiB budget. */
+    CHECK_STR(r.out, "batch_size=145\n");
+    for (int i = 0; i < 4; i++) {
+        char expect[128];
+        snprintf(expect, sizeof expect, "rank %d  cuda:%d     Fake GPU 16GB", i, i);
+        CHECK_CONTAINS(r.err, expect);
+    }
+    CHECK_CONTAINS(r.err, "rounds of trials at once");
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+    unlink(state + 11);
+}
+
 /* Ranks whose devices differ are bad input on every rank (exit 2), the
  * message naming the rank and its device; nothing is run. */
 TEST(cli_mpi_parallel_refuses_devices_that_differ)
@@ -1571,7 +1608,7 @@ TEST(cli_mpi_parallel_a_failing_trial_ends_every_rank)
     const char *const *last[] = {grow, grow, bug, grow};
     run r;
     int o, e;
-    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last, &o, &e), 0);
+    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last, NULL, &o, &e), 0);
     finish(&r, o, e);
     CHECK_EQ(r.status, 4);
     CHECK_EQ(rank_not_saying(r.err, 4,
@@ -1589,7 +1626,7 @@ TEST(cli_mpi_parallel_a_failing_trial_ends_every_rank)
     unlink(pidfile);
     const char *hang[] = {tool(), "hang", pidfile, NULL};
     const char *const *last_hang[] = {grow, grow, hang, grow};
-    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last_hang, &o, &e), 0);
+    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last_hang, NULL, &o, &e), 0);
     CHECK(signal_rank_of_trial(pidfile, SIGINT) > 0);
     finish(&r, o, e);
     CHECK_EQ(r.status, 130);
