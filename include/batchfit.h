@@ -487,6 +487,8 @@ typedef enum batchfit_no_device {
 #define BATCHFIT_DEFAULT_MARGIN_FRACTION 0.05
 #define BATCHFIT_DEFAULT_MAX_TRIALS 40
 
+struct batchfit_ranks; /* below, with the agreement */
+
 typedef struct batchfit_options {
     size_t struct_size;          /* sizeof(batchfit_options), set by batchfit_options_init */
     uint64_t requested_max;      /* max_batch_size; 0 = the device decides */
@@ -538,6 +540,33 @@ typedef struct batchfit_options {
      * not less wall time: for a simulated device or to plan); at most
      * BATCHFIT_MAX_PARALLEL. */
     unsigned parallel;
+    /* The ranks of a job of identical devices, one device each (NULL: this
+     * process alone). With parallel above 1 and ranks->size above 1, every
+     * rank calls the probe (batchfit_probe or batchfit_probe_command) with
+     * the same options and its own device, and a round's trials run one on
+     * each rank: rank 0's search proposes up to min(parallel, size) sizes
+     * a round, rank i runs the i-th, and the trials come back to rank 0
+     * through ranks->allgather (fixed-size records; MPI is never linked).
+     * Before any trial the ranks compare their devices: each rank's must
+     * have rank 0's name and total memory, and be one device (not a list
+     * of GPUs), else every rank fails with BATCHFIT_E_INVALID_ARGUMENT and
+     * a message naming the rank and its device. Each trial's peak is
+     * scaled from the tightest rank's budget to rank 0's, so it is
+     * accepted only if it would fit on every rank. Rank 0's result holds
+     * the search (every trial, trial_ranks saying which rank ran it); every
+     * rank's holds the answer and the rounds (and a trial of its own that
+     * failed with an error, to report). A rank that cannot go on (its
+     * probe could not start, its trial could not run or was interrupted)
+     * returns its own code, and every other rank BATCHFIT_E_ABORTED with a
+     * message naming it; rank 0's search failing (even the minimum does
+     * not fit, a trial's error) counts as the failure of the rank whose
+     * trial it was, else of rank 0. batchfit_agree() afterwards gives every
+     * rank the job's code. Every rank takes part in every exchange on
+     * every path, so none waits on a rank that left; a rank that will not
+     * call the probe at all (its input is bad) calls batchfit_ranks_refuse()
+     * instead. Only rank 0's cache entry counts (it alone stores one).
+     * ranks must outlive the call. */
+    const struct batchfit_ranks *ranks;
 } batchfit_options;
 #define BATCHFIT_MAX_PARALLEL 64
 
@@ -649,6 +678,9 @@ struct batchfit_result {
      * with batchfit_search_parallel, the rounds of up to `parallel` trials
      * each (run at once on identical devices). */
     size_t rounds;
+    /* Trials across the ranks of a job (batchfit_options.ranks): the rank
+     * that ran trial t is trial_ranks[t]; NULL otherwise. */
+    const int *trial_ranks;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */
@@ -858,7 +890,8 @@ typedef struct batchfit_ranks {
  * if every rank did: otherwise result->agreed_status is the code of the
  * first rank that failed on its own (ranks stopped by an interrupt or by a
  * peer's failure, BATCHFIT_E_ABORTED, count only when no rank failed
- * otherwise), the same on every rank so every rank can end with the same
+ * otherwise, and then a rank its own interrupt stopped, result->interrupted,
+ * comes first), the same on every rank so every rank can end with the same
  * exit status, and result->agreed_error names that rank. With
  * BATCHFIT_AGREE_MIN, result->agreed_batch_size is the smallest rank's
  * answer; with PER_RANK, this rank's own. The outcomes are kept in the
@@ -868,6 +901,16 @@ typedef struct batchfit_ranks {
  * the caller must abort the job, e.g. MPI_Abort, or the others wait). */
 BATCHFIT_API int batchfit_agree(batchfit_ctx *ctx, const batchfit_ranks *ranks,
                                 batchfit_agree_mode mode, batchfit_result *result);
+
+/* For a rank of a job whose peers probe with batchfit_options.ranks, when
+ * this rank will not probe at all (its own input is bad): takes part in
+ * the probe's first exchange with code (a batchfit_code other than
+ * BATCHFIT_OK) and message, so that the other ranks stop before any trial
+ * (with BATCHFIT_E_ABORTED, naming this rank) instead of waiting for it.
+ * Returns code, or BATCHFIT_E_DEVICE when the exchange failed. Then call
+ * batchfit_agree() as every rank does. */
+BATCHFIT_API int batchfit_ranks_refuse(batchfit_ctx *ctx, const batchfit_ranks *ranks, int code,
+                                       const char *message);
 
 /* ------------------------------------------------------------------------ */
 /* Estimate before measuring                                                 */

@@ -19,6 +19,7 @@ typedef struct wire {
     char device_spec[64];
     char device_name[96];
     char error[256];
+    int32_t interrupted; /* stopped by its own interrupt, not by a peer */
 } wire;
 
 static void fill(wire *w, int rank, const batchfit_result *r)
@@ -31,6 +32,7 @@ static void fill(wire *w, int rank, const batchfit_result *r)
         return;
     }
     w->status = r->complete ? r->status : BATCHFIT_E_ABORTED;
+    w->interrupted = r->interrupted;
     w->batch_size = r->status == BATCHFIT_OK ? r->batch_size : 0;
     w->trials = r->trial_count;
     w->oom_trials = r->oom_trials;
@@ -94,9 +96,12 @@ int batchfit_agree(batchfit_ctx *ctx, const batchfit_ranks *ranks, batchfit_agre
         outcomes[i].device_name[sizeof outcomes[i].device_name - 1] = '\0';
         outcomes[i].error[sizeof outcomes[i].error - 1] = '\0';
         /* The cause is the first rank that failed on its own; ranks that
-         * were stopped (an interrupt, or a peer's failure) come after. */
+         * were stopped come after: an interrupted rank first, then those
+         * that a peer's failure stopped. */
         int worse = failed_rank < 0 ||
-                    (status == BATCHFIT_E_ABORTED && w->status != BATCHFIT_E_ABORTED);
+                    (status == BATCHFIT_E_ABORTED && w->status != BATCHFIT_E_ABORTED) ||
+                    (status == BATCHFIT_E_ABORTED && w->status == BATCHFIT_E_ABORTED &&
+                     w->interrupted && !all[failed_rank].interrupted);
         if (w->status != BATCHFIT_OK && worse) {
             status = w->status;
             failed_rank = (int)i;

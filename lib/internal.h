@@ -63,6 +63,9 @@ batchfit_gpu_budget *batchfit__result_set_gpus(batchfit_result *result, size_t c
  * next one to be added). */
 int batchfit__result_set_gpu_peaks(batchfit_result *result, size_t trial,
                                    const batchfit_gpu_peak *peaks);
+/* Records which rank of a job runs the trial at index trial (the next ones
+ * to be added). */
+int batchfit__result_set_trial_rank(batchfit_result *result, size_t trial, int rank);
 /* Copies a NULL-terminated argv into result->command. */
 int batchfit__result_keep_command(batchfit_result *result, const char *const *argv);
 /* The allocator the result frees with. */

@@ -235,6 +235,14 @@ static void write_trial(writer *w, const batchfit_result *r, size_t index)
     }
     if (r->gpu_count && r->gpu_peaks)
         write_trial_gpus(w, r, index);
+    if (r->trial_ranks) {
+        /* Trials across ranks: which rank ran it, and on what (once the
+         * ranks agreed, their outcomes name each rank's device). */
+        int rank = r->trial_ranks[index];
+        i64(w, "rank", rank);
+        if (rank >= 0 && (size_t)rank < r->rank_count && r->rank_outcomes[rank].device_spec[0])
+            string(w, "device", r->rank_outcomes[rank].device_spec);
+    }
     number(w, "seconds", t->seconds);
     string(w, "reason", t->message[0] ? t->message : NULL);
     end_object(w);

@@ -315,7 +315,16 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
     if (rc)
         return rc;
     rc = src->begin(src, ctx, device, result);
-    if (rc == BATCHFIT_OK) {
+    if (batchfit__ranks_active(opts)) {
+        /* Every rank joins the job's exchanges, also when its source
+         * could not begin; the source is ended only where it began. */
+        int began = rc == BATCHFIT_OK;
+        rc = batchfit__ranks_search(ctx, opts, device, src, rc, result);
+        if (began)
+            src->end(src);
+        if (rc == BATCHFIT_OK)
+            rc = warn_small_request(ctx, result);
+    } else if (rc == BATCHFIT_OK) {
         unsigned k = src->round ? src->round_width : opts->parallel;
         rc = k > 1 ? batchfit__search_run_parallel(ctx, opts, k,
                                                    src->round ? src->round : sequential_round,
@@ -327,7 +336,9 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
     }
     if (result->budget.held_bytes || result->gpu_count)
         batchfit__device_release(device);
-    if (rc == BATCHFIT_OK && dir[0] && result->source == BATCHFIT_SOURCE_MEASURED)
+    /* Across ranks, rank 0 searched and remembers; the others only ran trials. */
+    if (rc == BATCHFIT_OK && dir[0] && result->source == BATCHFIT_SOURCE_MEASURED &&
+        !(batchfit__ranks_active(opts) && opts->ranks->rank != 0))
         rc = cache_save(ctx, src, dir, result);
     return rc;
 }
@@ -348,7 +359,7 @@ static int run(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *devic
         return rc;
     const char *why = NULL;
     if (!batchfit_device_available(device, &why)) {
-        if (opts->no_device == BATCHFIT_NO_DEVICE_ERROR)
+        if (opts->no_device == BATCHFIT_NO_DEVICE_ERROR || batchfit__ranks_active(opts))
             return batchfit__fail(ctx, BATCHFIT_E_NO_DEVICE, "no usable device: %s", why);
         return fallback(ctx, opts, why, result);
     }
@@ -368,6 +379,10 @@ int batchfit__probe_run(batchfit_ctx *ctx, const batchfit_options *opts, batchfi
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory allocating a result");
     *out = result;
     int rc = run(ctx, &local, device, src, result);
+    /* A rank that failed before the job's first exchange still takes
+     * part in it, so that no other rank waits for it. */
+    if (!src->joined)
+        rc = batchfit__ranks_refused(ctx, &local, rc, result);
     /* An interrupt is consumed by the probe it stopped. */
     if (rc == BATCHFIT_E_ABORTED && batchfit__interrupt_pending()) {
         result->interrupted = 1;

@@ -24,11 +24,29 @@ typedef struct trial_source {
     batchfit_round_fn round;
     unsigned round_width;
     void (*end)(struct trial_source *src);
+    int joined; /* set once this rank took part in a job's first exchange (probe_ranks.c) */
 } trial_source;
 
 /* Runs the whole probe over a source: *out receives a result whenever one
  * could be allocated, with status, error and interrupted filled. */
 int batchfit__probe_run(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
                         trial_source *src, batchfit_result **out);
+
+/* probe_ranks.c: trials across the ranks of a job (opts->ranks). Whether
+ * opts asks for them. */
+int batchfit__ranks_active(const batchfit_options *opts);
+/* Replaces the search on every rank: the first exchange (ready is this
+ * rank's code so far: BATCHFIT_OK once the source began), then rank 0's
+ * search with a round on every rank, or the others' serving of it, and the
+ * last exchange. Marks src joined. */
+int batchfit__ranks_search(batchfit_ctx *ctx, const batchfit_options *opts,
+                           batchfit_device *device, trial_source *src, int ready,
+                           batchfit_result *result);
+/* A rank that failed (code, the context's last error) before its source
+ * began takes part in the job's first exchange all the same (result, if
+ * any, says what it would have probed on); returns what the rank ends
+ * with. Without opts->ranks, returns code. */
+int batchfit__ranks_refused(batchfit_ctx *ctx, const batchfit_options *opts, int code,
+                            const batchfit_result *result);
 
 #endif

@@ -410,16 +410,9 @@ static void command_settings(batchfit__buf *b, const batchfit_command_options *c
         batchfit__buf_printf(b, "\noom_pattern %s", co->oom_patterns[i]);
 }
 
-int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
-                           batchfit_device *device, const batchfit_command_options *copts,
-                           batchfit_result **out)
+/* The command options a probe can run with. */
+static int check_command(batchfit_ctx *ctx, const batchfit_command_options *copts)
 {
-    if (!ctx || !out)
-        return BATCHFIT_E_INVALID_ARGUMENT;
-    *out = NULL;
-    int rc = batchfit__check_options(ctx, opts);
-    if (rc)
-        return rc;
     if (!copts || copts->struct_size < sizeof *copts)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "command options: not initialised with "
@@ -438,11 +431,31 @@ int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
                               "[0, 1e6]",
                               copts->sample_interval, copts->timeout_seconds,
                               copts->kill_grace_seconds);
+    return BATCHFIT_OK;
+}
+
+int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
+                           batchfit_device *device, const batchfit_command_options *copts,
+                           batchfit_result **out)
+{
+    if (!ctx || !out)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    *out = NULL;
+    int rc = batchfit__check_options(ctx, opts);
+    if (rc)
+        return rc;
+    /* Under opts->ranks, a refusal still joins the job's first exchange. */
+    rc = check_command(ctx, copts);
+    if (rc)
+        return batchfit__ranks_refused(ctx, opts, rc, NULL);
     batchfit__buf settings;
     batchfit__buf_init(&settings, &ctx->allocator);
     command_settings(&settings, copts);
     if (!batchfit__buf_text(&settings))
-        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory preparing the command");
+        return batchfit__ranks_refused(
+            ctx, opts,
+            batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory preparing the command"),
+            NULL);
     command_source src = {
         .base = {.cache_key = opts->cache_key,
                  .argv = copts->argv,
@@ -452,7 +465,8 @@ int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
                  .trial = command_trial,
                  .end = command_end},
         .copts = copts,
-        .parallel = opts->parallel,
+        /* Across ranks each rank runs one trial a round on its one device. */
+        .parallel = batchfit__ranks_active(opts) ? 0 : opts->parallel,
     };
     rc = batchfit__probe_run(ctx, opts, device, &src.base, out);
     batchfit__buf_free(&settings);

@@ -107,16 +107,23 @@ int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_dev
     int rc = batchfit__check_options(ctx, opts);
     if (rc)
         return rc;
+    /* Under opts->ranks, a refusal still joins the job's first exchange. */
     if (!step || step->struct_size < sizeof *step || !step->build || !step->run || !step->release)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "step: struct_size, build, run and release are required");
+        return batchfit__ranks_refused(
+            ctx, opts,
+            batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                           "step: struct_size, build, run and release are required"),
+            NULL);
     /* One step in this process reports one peak: it cannot be judged on
      * each of several GPUs. */
     if (batchfit__device_is_list(device))
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "device %s has several GPUs: an in-process step cannot be judged "
-                              "on each; probe a command that uses them (batchfit_probe_command)",
-                              batchfit_device_spec(device));
+        return batchfit__ranks_refused(
+            ctx, opts,
+            batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                           "device %s has several GPUs: an in-process step cannot be judged "
+                           "on each; probe a command that uses them (batchfit_probe_command)",
+                           batchfit_device_spec(device)),
+            NULL);
     step_source src = {
         .base = {.name = step->name,
                  .cache_key = opts->cache_key,

@@ -21,6 +21,8 @@ typedef struct result_impl {
     batchfit_gpu_budget *gpus;
     batchfit_gpu_peak *gpu_peaks; /* rows of gpu_count, one a trial */
     size_t gpu_peak_rows;
+    int *trial_ranks;
+    size_t trial_rank_cap;
 } result_impl;
 
 batchfit_result *batchfit__result_new(batchfit_ctx *ctx)
@@ -52,6 +54,7 @@ void batchfit_result_free(batchfit_result *result)
     batchfit__free(&a, r->svg);
     batchfit__free(&a, r->gpus);
     batchfit__free(&a, r->gpu_peaks);
+    batchfit__free(&a, r->trial_ranks);
     batchfit__free(&a, r->trials);
     batchfit__free(&a, r);
 }
@@ -112,6 +115,22 @@ int batchfit__result_set_gpu_peaks(batchfit_result *result, size_t trial,
     r->gpu_peaks = array;
     memcpy(r->gpu_peaks + trial * n, peaks, n * sizeof *peaks);
     r->pub.gpu_peaks = r->gpu_peaks;
+    return BATCHFIT_OK;
+}
+
+int batchfit__result_set_trial_rank(batchfit_result *result, size_t trial, int rank)
+{
+    result_impl *r = (result_impl *)result;
+    void *array = r->trial_ranks;
+    size_t cap = r->trial_rank_cap;
+    if (grow(&r->allocator, &array, &r->trial_rank_cap, trial + 1, sizeof *r->trial_ranks))
+        return BATCHFIT_E_NO_MEMORY;
+    r->trial_ranks = array;
+    /* Rows that no trial has claimed yet read as rank 0. */
+    for (size_t i = cap; i < r->trial_rank_cap; i++)
+        r->trial_ranks[i] = 0;
+    r->trial_ranks[trial] = rank;
+    r->pub.trial_ranks = r->trial_ranks;
     return BATCHFIT_OK;
 }
 

@@ -222,6 +222,13 @@ static int run(session *s)
             choose_rank_device(s, rank_device, sizeof rank_device);
             c->device_spec = rank_device;
         }
+        /* --parallel: one trial a round on each rank's device. */
+        if (c->parallel) {
+            int size = probe_mpi_size(s->mpi);
+            c->opts.parallel = (unsigned)(size < BATCHFIT_MAX_PARALLEL ? size
+                                                                       : BATCHFIT_MAX_PARALLEL);
+            c->opts.ranks = probe_mpi_ranks(s->mpi);
+        }
     }
     if (!c->device_spec)
         c->device_spec = "auto";
@@ -253,6 +260,14 @@ static int run(session *s)
          * its own: the agreement names the rank that did. */
         if (code != BATCHFIT_OK && !(s->mpi && code == BATCHFIT_E_ABORTED))
             probe_print_failure(s);
+    } else if (c->opts.ranks) {
+        /* The other ranks wait at the probe's first exchange: tell them. */
+        if (batchfit_ranks_refuse(s->ctx, c->opts.ranks, code,
+                                  s->result && s->result->error ? s->result->error
+                                                                : "bad input") ==
+            BATCHFIT_E_DEVICE)
+            fprintf(stderr, "batchfit probe: rank %d: %s\n", probe_mpi_rank(s->mpi),
+                    batchfit_ctx_last_error(s->ctx));
     }
     if (s->mpi)
         exit_code = agree(s, code, exit_code);

@@ -77,13 +77,15 @@ extern char probe_refusal[1024];
 const char *probe_find_export(int argc, char **argv);
 
 /* probe_mpi.c: loads libbatchfit-mpi and joins the job (-1 to go on, or
- * an exit code with the message printed); the rank, the node-local rank;
+ * an exit code with the message printed); the rank, the node-local rank,
+ * the ranks (for trials across them);
  * whether another rank announced a failure; announcing ours; the agreement
  * (which aborts the job when this rank cannot take part); the end. */
 int probe_mpi_start(probe_mpi **out);
 int probe_mpi_rank(const probe_mpi *m);
 int probe_mpi_size(const probe_mpi *m);
 int probe_mpi_local_rank(const probe_mpi *m);
+const batchfit_ranks *probe_mpi_ranks(const probe_mpi *m);
 int probe_mpi_peer_failed(probe_mpi *m);
 void probe_mpi_announce_failure(probe_mpi *m);
 int probe_mpi_agree(probe_mpi *m, batchfit_ctx *ctx, batchfit_agree_mode mode,

@@ -108,6 +108,11 @@ int probe_mpi_local_rank(const probe_mpi *m)
     return m ? m->local_rank : 0;
 }
 
+const batchfit_ranks *probe_mpi_ranks(const probe_mpi *m)
+{
+    return m ? &m->ranks : NULL;
+}
+
 int probe_mpi_peer_failed(probe_mpi *m)
 {
     return m && m->peer_failed(&m->ranks);

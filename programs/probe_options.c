@@ -266,7 +266,8 @@ static const option_def options[] = {
     {"--parallel", NULL, OPT_FLAG, AT(parallel), 1, NULL,
      "with several identical GPUs (--device cuda:all or cuda:N,M,...) and a command that uses "
      "one GPU: run up to one trial on each GPU at once, the search proposing a size for each "
-     "(fewer rounds, the same answer)"},
+     "(fewer rounds, the same answer); with --mpi, one trial on each rank's device (the ranks' "
+     "devices must be identical)"},
     {"--quiet", NULL, OPT_FLAG, AT(quiet), 1, NULL, "print only the result"},
     {"--style", "auto|basic|none", OPT_SPECIAL, 0, 0, set_style,
      "progress output: auto (colour on a terminal unless NO_COLOR), basic (plain), none (no "
@@ -409,8 +410,8 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
     c->command_argc = argc - i;
     c->opts.max_trials = (unsigned)c->max_trials;
     c->opts.cache = !c->no_cache;
-    if (c->parallel && c->mpi)
-        return usage_error("--parallel with --mpi is not supported yet");
+    /* Under --mpi the ranks are the devices: probe.c sets the width once
+     * the job's size is known. */
     c->opts.parallel = c->parallel ? BATCHFIT_MAX_GPUS : 0;
     c->cmd.timeout_seconds = c->timeout_seconds;
     c->cmd.sample_interval = c->sample_interval_ms / 1000.0;

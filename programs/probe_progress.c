@@ -218,8 +218,17 @@ void probe_print_agreement(const session *s)
                 r->agree_mode == BATCHFIT_AGREE_MIN ? "the smallest answer" : "each its own");
         for (size_t i = 0; i < r->rank_count; i++) {
             const batchfit_rank_outcome *o = &r->rank_outcomes[i];
-            fprintf(stderr, "  rank %d  %-10s %-24s batch size %llu in %zu trials\n", o->rank,
-                    o->device_spec, o->device_name, (unsigned long long)o->batch_size, o->trials);
+            fprintf(stderr, "  rank %d  %-10s %-24s batch size %llu", o->rank, o->device_spec,
+                    o->device_name, (unsigned long long)o->batch_size);
+            if (!r->trial_ranks) {
+                fprintf(stderr, " in %zu trials\n", o->trials);
+                continue;
+            }
+            /* Trials across ranks: rank 0 searched, each rank ran its share. */
+            size_t ran = 0;
+            for (size_t t = 0; t < r->trial_count; t++)
+                ran += r->trial_ranks[t] == o->rank;
+            fprintf(stderr, ", ran %zu of the %zu trials\n", ran, r->trial_count);
         }
     }
     if (s->export.kind == EXPORT_STDOUT && s->export.path)

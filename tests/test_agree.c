@@ -143,6 +143,21 @@ TEST(agree_min_per_rank_and_the_failed_rank)
         CHECK_CONTAINS(m[i].result->agreed_error, "even the minimum does not fit");
     }
 
+    /* Among ranks that were stopped, the one its own interrupt stopped is
+     * the cause, not those its failure stopped. */
+    batchfit_result_free(m[2].result);
+    CHECK_EQ(batchfit_result_failed(ctx, BATCHFIT_E_ABORTED, "interrupted", &m[2].result),
+             BATCHFIT_OK);
+    m[2].result->interrupted = 1;
+    batchfit_result_free(m[1].result);
+    CHECK_EQ(batchfit_result_failed(ctx, BATCHFIT_E_ABORTED, "stopped", &m[1].result),
+             BATCHFIT_OK);
+    agree_all(&job, m, BATCHFIT_AGREE_MIN);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(m[i].result->agreed_status, BATCHFIT_E_ABORTED);
+        CHECK_STR(m[i].result->agreed_error, "rank 2 (no device): interrupted");
+    }
+
     /* A failed exchange is the agreement's own error. */
     job.fail = 1;
     agree_all(&job, m, BATCHFIT_AGREE_MIN);

@@ -81,6 +81,28 @@ static long wait_for_pid(const char *path)
     return 0;
 }
 
+/* Waits for a trial to write its pid to pidfile and sends sig to its
+ * parent, the batchfit rank that runs it. Returns the trial's pid, or 0
+ * when it or its parent could not be found. */
+static long signal_rank_of_trial(const char *pidfile, int sig)
+{
+    long child = wait_for_pid(pidfile);
+    char path[64], stat[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", child);
+    FILE *f = child > 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        stat[n] = '\0';
+        fclose(f);
+    }
+    const char *close_paren = strrchr(stat, ')');
+    long parent = 0;
+    if (!close_paren || sscanf(close_paren + 2, "%*c %ld", &parent) != 1 || parent <= 1)
+        return 0;
+    kill((pid_t)parent, sig);
+    return child;
+}
+
 /* Starts program with argv (NULL-terminated; argv[0] is the program) and
  * envs (NAME=VALUE strings, NULL-terminated; NULL for none). */
 static int start_program(run *r, const char *program, const char *const *argv,
@@ -862,9 +884,6 @@ TEST(cli_parallel_trials_on_identical_fake_gpus)
                           tool(), "gpu-grow", "100", "1024", NULL};
     CHECK_EQ(cli_env(&r, host, envs), 2);
     CHECK_CONTAINS(r.err, "need several identical GPUs");
-    const char *mpi[] = {"probe", "--mpi", "--parallel", "--", tool(), "exit", "0", NULL};
-    CHECK_EQ(cli_env(&r, mpi, envs), 2);
-    CHECK_CONTAINS(r.err, "--parallel with --mpi is not supported yet");
     unlink(met);
     rmdir(dir);
     unlink(json_path);
@@ -1323,11 +1342,14 @@ TEST(cli_summary_names_every_kind_of_trial)
 }
 
 /* mpirun with one batchfit rank per device spec (an MPMD job: each rank
- * its own --device), plus extra arguments for every rank. */
-static int mpirun(run *r, const char *const *specs, size_t ranks, const char *const *extra,
-                  int *out_fd, int *err_fd)
+ * its own --device; specs NULL: each rank's default), plus extra arguments
+ * for every rank and, where last is given, last[i] (NULL-terminated) after
+ * them for rank i; envs (NULL-terminated, may be NULL) reach every rank. */
+static int mpirun_each(run *r, const char *const *specs, size_t ranks, const char *const *extra,
+                       const char *const *const *last, const char *const *envs, int *out_fd,
+                       int *err_fd)
 {
-    const char *argv[128];
+    const char *argv[256];
     size_t n = 0;
     argv[n++] = "mpirun";
     argv[n++] = "--oversubscribe";
@@ -1340,16 +1362,28 @@ static int mpirun(run *r, const char *const *specs, size_t ranks, const char *co
         argv[n++] = bin();
         argv[n++] = "probe";
         argv[n++] = "--mpi";
-        argv[n++] = "--device";
-        argv[n++] = specs[i];
-        for (size_t k = 0; extra && extra[k] && n < 120; k++)
+        if (specs) {
+            argv[n++] = "--device";
+            argv[n++] = specs[i];
+        }
+        for (size_t k = 0; extra && extra[k] && n < 240; k++)
             argv[n++] = extra[k];
+        for (size_t k = 0; last && last[i][k] && n < 240; k++)
+            argv[n++] = last[i][k];
     }
     argv[n] = NULL;
     /* Under the sanitizers, leaks inside libmpi are not batchfit's. */
-    const char *envs[] = {"OMPI_MCA_rmaps_base_oversubscribe=1", "ASAN_OPTIONS=detect_leaks=0",
-                          NULL};
-    return start_program(r, "mpirun", argv, envs, out_fd, err_fd);
+    const char *all_envs[16] = {"OMPI_MCA_rmaps_base_oversubscribe=1",
+                                "ASAN_OPTIONS=detect_leaks=0"};
+    for (size_t i = 0, k = 2; envs && envs[i] && k < 15; i++)
+        all_envs[k++] = envs[i];
+    return start_program(r, "mpirun", argv, all_envs, out_fd, err_fd);
+}
+
+static int mpirun(run *r, const char *const *specs, size_t ranks, const char *const *extra,
+                  int *out_fd, int *err_fd)
+{
+    return mpirun_each(r, specs, ranks, extra, NULL, NULL, out_fd, err_fd);
 }
 
 static uint64_t solo_answer(const char *spec)
@@ -1438,22 +1472,8 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     const char *host[] = {"host", "host"};
     const char *hang[] = {"--memory-budget", "256MiB", "--", tool(), "hang", pidfile, NULL};
     CHECK_EQ(mpirun(&r, host, 2, hang, &o, &e), 0);
-    long child = wait_for_pid(pidfile);
+    long child = signal_rank_of_trial(pidfile, SIGKILL);
     CHECK(child > 0);
-    /* The trial's parent is the batchfit rank. */
-    char path[64], stat[512] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", child);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(stat, 1, sizeof stat - 1, f);
-        stat[n] = '\0';
-        fclose(f);
-    }
-    const char *close_paren = strrchr(stat, ')');
-    long rank_pid = 0;
-    CHECK(close_paren && sscanf(close_paren + 2, "%*c %ld", &rank_pid) == 1);
-    CHECK(rank_pid > 1);
-    kill((pid_t)rank_pid, SIGKILL);
     finish(&r, o, e);
     CHECK(r.status != 0);
     /* The killed rank's trial died with it (parent-death signal): gone, or
@@ -1467,6 +1487,152 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
         }
     }
     CHECK(gone);
+    unlink(pidfile);
+}
+
+/* The first rank of 0..ranks-1 whose "rank R: " line in err does not go
+ * on with text, or -1 when every rank says it. */
+static int rank_not_saying(const char *err, int ranks, const char *text)
+{
+    for (int i = 0; i < ranks; i++) {
+        char expect[512];
+        snprintf(expect, sizeof expect, "rank %d: %s", i, text);
+        if (!strstr(err, expect))
+            return i;
+    }
+    return -1;
+}
+
+/* --mpi --parallel on four identical sim ranks: each round every rank
+ * runs one of the search's sizes; the answer is the one-device probe's, in
+ * fewer rounds than trials, and the JSON says which rank ran each trial. */
+TEST(cli_mpi_parallel_trials_one_on_each_rank)
+{
+    const char *spec = "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB";
+    const char *specs[] = {spec, spec, spec, spec};
+    uint64_t solo = solo_answer(spec);
+    CHECK_EQ(solo, 145);
+    char json_path[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-mpipar.json", (long)getpid());
+    unlink(json_path);
+    const char *extra[] = {"--parallel", "--no-cache", "--export-json", json_path, NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun(&r, specs, 4, extra, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 0);
+    CHECK_STR(r.out, "batch_size=145\n");
+    CHECK_CONTAINS(r.err, "rounds of trials at once");
+    char *json = read_file(json_path);
+    CHECK(json && valid_json(json));
+    const char *p = json ? strstr(json, "\"rounds\": ") : NULL;
+    size_t rounds = p ? (size_t)strtoull(p + 10, NULL, 10) : 0;
+    size_t trials = 0;
+    for (const char *t = json ? strstr(json, "\"outcome\": ") : NULL; t;
+         t = strstr(t + 1, "\"outcome\": "))
+        trials++;
+    CHECK(rounds >= 1 && rounds < trials);
+    for (int i = 0; i < 4; i++) {
+        char expect[128];
+        snprintf(expect, sizeof expect, "\"rank\": %d,\n      \"device\": \"%s\"", i, spec);
+        CHECK_CONTAINS(json, expect);
+    }
+    unlink(json_path);
+}
+
+/* --mpi --parallel on four identical fake GPUs, each rank on its
+ * default cuda:LOCAL_RANK: one GPU's answer, each rank running its share,
+ * nothing left on any GPU. */
+TEST(cli_mpi_parallel_on_identical_fake_gpus)
+{
+    char state[256], cuda[1024], nvml[1024];
+    snprintf(state, sizeof state, "FAKE_STATE=/tmp/batchfit-test-%ld-mpigpu", (long)getpid());
+    snprintf(cuda, sizeof cuda, "BATCHFIT_CUDA_LIBRARY=%s/fake/libcuda.so.1", test_build_dir());
+    snprintf(nvml, sizeof nvml, "BATCHFIT_NVML_LIBRARY=%s/fake/libnvidia-ml.so.1", test_build_dir());
+    unlink(state + 11);
+    const char *envs[] = {"FAKE_GPUS=16GiB,16GiB,16GiB,16GiB", state, cuda, nvml, NULL};
+    const char *extra[] = {"--parallel", "--no-cache", "--", tool(), "gpu-grow", "100", "1024",
+                           NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun_each(&r, NULL, 4, extra, NULL, envs, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 0);
+    /* One GPU alone: 1 GiB + 100 MiB a sample in a 15.20 GiB budget. */
+    CHECK_STR(r.out, "batch_size=145\n");
+    for (int i = 0; i < 4; i++) {
+        char expect[128];
+        snprintf(expect, sizeof expect, "rank %d  cuda:%d     Fake GPU 16GB", i, i);
+        CHECK_CONTAINS(r.err, expect);
+    }
+    CHECK_CONTAINS(r.err, "rounds of trials at once");
+    char *left = read_file(state + 11);
+    CHECK(left == NULL || left[0] == '\0');
+    unlink(state + 11);
+}
+
+/* Ranks whose devices differ are bad input on every rank (exit 2), the
+ * message naming the rank and its device; nothing is run. */
+TEST(cli_mpi_parallel_refuses_devices_that_differ)
+{
+    const char *spec = "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB";
+    const char *specs[] = {spec, spec, "sim:capacity=12GiB,fixed=1GiB,per_sample=100MiB", spec};
+    const char *extra[] = {"--parallel", "--no-cache", NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun(&r, specs, 4, extra, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 2);
+    char expect[256];
+    snprintf(expect, sizeof expect,
+             "the job failed at rank 0 (%s): trials in parallel across ranks need identical "
+             "devices",
+             spec);
+    CHECK_EQ(rank_not_saying(r.err, 4, expect), -1);
+    CHECK_CONTAINS(r.err, "rank 2 (sim:capacity=12GiB,fixed=1GiB,per_sample=100MiB) is sim with "
+                          "12884901888 bytes");
+    CHECK(strstr(r.err, "trial 1:") == NULL);
+    CHECK(strstr(r.out, "batch_size=") == NULL);
+}
+
+/* Rank 2's command fails with an error that is not out of memory in the
+ * first round: every rank ends with exit 4 and a message naming rank 2;
+ * rank 2 interrupted in its trial ends every rank with 130. */
+TEST(cli_mpi_parallel_a_failing_trial_ends_every_rank)
+{
+    const char *specs[] = {"host", "host", "host", "host"};
+    const char *extra[] = {"--parallel", "--no-cache", "--memory-budget", "256MiB", "--max", "64",
+                           "--", NULL};
+    const char *grow[] = {tool(), "grow", "64", NULL};
+    const char *bug[] = {tool(), "print", "a bug in rank 2", "1", NULL};
+    const char *const *last[] = {grow, grow, bug, grow};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last, NULL, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 4);
+    CHECK_EQ(rank_not_saying(r.err, 4,
+                             "the job failed at rank 2 (host): the trial at batch size "),
+             -1);
+    CHECK_CONTAINS(r.err, "failed with an error that is not out-of-memory: exited with status 1");
+    /* Rank 2 shows what its command said. */
+    CHECK_CONTAINS(r.err, "  | a bug in rank 2\n");
+    CHECK(strstr(r.out, "batch_size=") == NULL);
+
+    /* Rank 2 alone is interrupted in its trial: every rank ends with 130,
+     * naming rank 2. */
+    char pidfile[256];
+    snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-mpiint.pid", (long)getpid());
+    unlink(pidfile);
+    const char *hang[] = {tool(), "hang", pidfile, NULL};
+    const char *const *last_hang[] = {grow, grow, hang, grow};
+    CHECK_EQ(mpirun_each(&r, specs, 4, extra, last_hang, NULL, &o, &e), 0);
+    CHECK(signal_rank_of_trial(pidfile, SIGINT) > 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 130);
+    CHECK_EQ(rank_not_saying(r.err, 4,
+                             "the job failed at rank 2 (host): interrupted during the trial"),
+             -1);
     unlink(pidfile);
 }
 
