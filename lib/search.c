@@ -469,7 +469,15 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
         *next = propose_leap(s);
         return 0;
     }
-    *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y + granule, grown / top_x)));
+    /* Each point below the top bounds the slope too: the top rose above
+     * it by at most its rise plus what two draws can differ by. */
+    double steepest = grown / top_x;
+    for (unsigned i = 0; i + 1 < n; i++) {
+        double bound = (top_y - y[i] + noise + granule) / (top_x - x[i]);
+        if (bound > 0.0 && bound < steepest)
+            steepest = bound;
+    }
+    *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y + granule, steepest)));
     return 0;
 }
 
@@ -742,8 +750,16 @@ static int propose_model(search *s, int64_t *next)
          * scatter again. Where the points lie on a line to within
          * rounding, that band is under one lattice step wide and the answer
          * is at most one step short of where a re-run decides. */
-        if (predicted > s->aim - scatter)
-            return 1;
+        if (predicted > s->aim - scatter) {
+            /* Unless that band is the declared prior, not refuted, and
+             * under two sizes wide: a coin toss that close is cheaper to
+             * run than to guess, and the next size may well pass. */
+            if (quiet || predicted > s->safe_budget || s->hi <= s->lo + 1 ||
+                2.0 * scatter > 2.0 * slope * (next_x - lo_x))
+                return 1;
+            *next = s->lo + 1;
+            return 0;
+        }
     }
     if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
         if (certifiable && slope > 0.0 && (lo_x == top_x || s->spread > 0.0) &&
@@ -802,7 +818,7 @@ static int propose_model(search *s, int64_t *next)
      * distance from a measurement is far less sensitive to a wrong slope.
      * Under noise that point is itself a random draw, and a line through
      * all the points nearest the boundary says more. */
-    if (s->spread > 0.0 && collinear)
+    if (s->spread > 0.0 && collinear && !quiet)
         top_y = fit.intercept_bytes + fit.bytes_per_sample * top_x;
     /* Under noise the slope itself is uncertain: propose with a slope two
      * standard errors steeper (from the scatter and the spacing of the
