@@ -8,6 +8,12 @@ PyTorch's own torch.OutOfMemoryError, which batchfit classifies.
 
     python3 examples/torch_train.py --batch-size 32 --steps 5
 
+Under torchrun (WORLD_SIZE > 1) each process trains a DistributedDataParallel
+replica on cuda:LOCAL_RANK (nccl), or on the CPU (gloo) without a GPU;
+--batch-size is then the size per process, and only rank 0 prints:
+
+    python3 -m torch.distributed.run --nproc_per_node 2 examples/torch_train.py --batch-size 32
+
 The same model and step are importable (Trainer), so the Python package's
 in-process probe can measure exactly what the CLI measures in a child:
 
@@ -19,6 +25,7 @@ import os
 import time
 
 import torch
+import torch.distributed
 import torch.nn as nn
 
 
@@ -94,6 +101,9 @@ class Trainer:
         else:
             self.model = Decoder(args.vocab, args.width, max(1, args.width // 64), args.layers,
                                  args.seq).to(device)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            self.model = nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[device.index] if device.type == "cuda" else None)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4)
         self.loss_fn = nn.CrossEntropyLoss()
 
@@ -124,26 +134,65 @@ class Trainer:
                 report(f"step {step + 1} loss {loss:.4f}")
 
 
+def start_processes():
+    """Under torchrun (WORLD_SIZE > 1) joins the process group and returns this process's
+    rank, the number of processes and its device: cuda:LOCAL_RANK with nccl, else the CPU
+    with gloo. Alone, rank 0 of 1 on the first GPU or the CPU, as before torchrun."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        torch.distributed.init_process_group("nccl")
+    else:
+        device = torch.device("cpu")
+        torch.distributed.init_process_group("gloo")
+    return torch.distributed.get_rank(), world, device
+
+
+def largest_on_any_rank(value, device):
+    """The largest of every rank's value (a collective: every rank calls it)."""
+    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+    torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.MAX)
+    return tensor.item()
+
+
 def main():
     args = parse_args()
     if args.batch_size <= 0:
         raise SystemExit("torch_train.py: --batch-size must be a positive integer (or set "
                          "BATCHFIT_BATCH_SIZE)")
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    rank, world, device = start_processes()
     limit = os.environ.get("VRAM_LIMIT_GB")
     if limit and device.type == "cuda":
         total = torch.cuda.get_device_properties(device).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, float(limit) * 2**30 / total), device)
     trainer = Trainer(args, device)
     start = time.time()
-    trainer.run(args.batch_size, report=None if args.quiet else lambda line: print(line, flush=True))
+    quiet = args.quiet or rank != 0
+    trainer.run(args.batch_size, report=None if quiet else lambda line: print(line, flush=True))
     if device.type == "cuda":
         torch.cuda.synchronize()
     elapsed = time.time() - start
     peak = torch.cuda.max_memory_reserved(device) if device.type == "cuda" else 0
     samples = args.steps * args.batch_size
-    print(f"trained {args.steps} steps at batch size {args.batch_size}: {samples / elapsed:.1f} "
-          f"samples/s, peak reserved {peak / 2**30:.2f} GiB", flush=True)
+    if world == 1:
+        print(f"trained {args.steps} steps at batch size {args.batch_size}: {samples / elapsed:.1f} "
+              f"samples/s, peak reserved {peak / 2**30:.2f} GiB", flush=True)
+        return
+    # The slowest rank sets the pace; the largest peak is the one that must fit.
+    elapsed = largest_on_any_rank(elapsed, device)
+    peak = largest_on_any_rank(peak, device)
+    if rank == 0:
+        print(f"trained {args.steps} steps at batch size {args.batch_size} per rank on {world} "
+              f"ranks: {world * samples / elapsed:.1f} samples/s, peak reserved "
+              f"{peak / 2**30:.2f} GiB on the largest rank", flush=True)
+    # The model's collectives are freed, and every rank is done with the group, before any
+    # rank leaves it: a gloo rank torn down after a peer exited can hang in its destructor.
+    del trainer
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

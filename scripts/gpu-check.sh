@@ -2,7 +2,10 @@
 # For a machine with an NVIDIA GPU and PyTorch (not for CI): shows what
 # batchfit sees, probes examples/torch_train.py with the model strategy and
 # with Lightning's binsearch, trains 200 steps at the size found, and prints
-# a comparison. About 5 minutes on one H200; under 8 on one GPU.
+# a comparison. About 5 minutes on one H200; under 8 on one GPU. With more than
+# one GPU it then probes a torchrun job over all of them (each GPU's peak at the
+# answer) and the one-GPU command with a trial on each GPU at once (--parallel)
+# against the serial probe. The multi-GPU part has not yet run on such a machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s all >/dev/null
@@ -39,4 +42,33 @@ for strategy in model binsearch; do
     printf '%-10s %7s %11s %12.1f\n' "$strategy" "${TRIALS[$strategy]}" "${BATCH[$strategy]}" \
         "${WALL[$strategy]}"
 done
+
+GPUS=$("$PYTHON" scripts/gpu-report.py count <("$BATCHFIT" info --json))
+if [ "$GPUS" -gt 1 ]; then
+    echo "== $GPUS GPUs: probe a torchrun job over all of them (--batch-size is per GPU)"
+    "$BATCHFIT" probe --device cuda:all --max 4096 --timeout 300 --no-cache \
+        --export-json "$OUT/torchrun.json" -- \
+        "$PYTHON" -m torch.distributed.run --nproc_per_node "$GPUS" examples/torch_train.py \
+        --batch-size '{batch}' --steps 3 | tail -n 1
+    "$PYTHON" scripts/gpu-report.py peaks "$OUT/torchrun.json"
+
+    echo "== the one-GPU command, one trial on each GPU at once (--parallel)"
+    "$BATCHFIT" probe --device cuda:all --parallel --max 4096 --timeout 300 --no-cache \
+        --export-json "$OUT/parallel.json" -- \
+        "$PYTHON" examples/torch_train.py --batch-size '{batch}' --steps 3 | tail -n 1
+    read -r SERIAL_TRIALS SERIAL_BATCH SERIAL_ROUNDS < <("$PYTHON" scripts/gpu-report.py result \
+        "$OUT/model.json")
+    read -r PARALLEL_TRIALS PARALLEL_BATCH PARALLEL_ROUNDS < <("$PYTHON" scripts/gpu-report.py \
+        result "$OUT/parallel.json")
+    printf '%-24s %7s %7s %11s\n' probe trials rounds batch_size
+    printf '%-24s %7s %7s %11s\n' "cuda:0, one at a time" "$SERIAL_TRIALS" "$SERIAL_ROUNDS" \
+        "$SERIAL_BATCH"
+    printf '%-24s %7s %7s %11s\n' "cuda:all --parallel" "$PARALLEL_TRIALS" "$PARALLEL_ROUNDS" \
+        "$PARALLEL_BATCH"
+    if [ "$SERIAL_BATCH" = "$PARALLEL_BATCH" ]; then
+        echo "the same answer"
+    else
+        echo "different answers (the serial probe may have verified a remembered size)"
+    fi
+fi
 echo "JSON exports in $OUT"
