@@ -393,19 +393,32 @@ static double now(void)
 
 /* The real programs, probed with the user's defaults (the host's 5%
  * spread: no --peak-spread): the example trainer (a CNN whose activations
- * grow with the batch) and a plain C program that allocates a fixed block
- * plus a block per sample (the test suite's childtool). */
+ * grow with the batch), a plain C program that allocates a fixed block
+ * plus a block per sample (the test suite's childtool), and, where
+ * /usr/bin/python3 has PyTorch, a small transformer decoder trained on the
+ * CPU by examples/torch_train.py (the interpreter's own 250 MiB, then
+ * glibc-malloc'd activations; --max bounds bisection's range, as a user
+ * would for a job whose trials take seconds). */
 typedef struct real_program {
-    const char *name;
+    const char *key;     /* short name, for results.json and the log */
+    const char *label;   /* the program and its arguments, for RESULTS.md */
     const char *budget;
-    const char *args; /* after the program's path */
+    const char *options; /* batchfit options besides the budget and strategy */
+    const char *args;    /* after the program's path */
 } real_program;
 
-static const real_program real_programs[] = {
-    {"examples/trainer", "58.05MiB", "--batch-size {batch} --steps 2"},
-    {"childtool grow: 4 MiB fixed + 1 MiB a sample", "160MiB", "grow 1024 4096"},
+enum { REAL_TRAINER, REAL_CHILDTOOL, REAL_TORCH, REAL_PROGRAMS };
+
+static const real_program real_programs[REAL_PROGRAMS] = {
+    {"trainer", "examples/trainer --steps 2", "58.05MiB", "", "--batch-size {batch} --steps 2"},
+    {"childtool", "tests/progs/childtool grow 1024 4096", "160MiB", "", "grow 1024 4096"},
+    {"torch-decoder",
+     "python3 examples/torch_train.py --model decoder --width 64 --layers 2 --seq 64 --vocab "
+     "1000 --steps 2",
+     "400MiB", "--max 256",
+     "examples/torch_train.py --model decoder --width 64 --layers 2 --seq 64 --vocab 1000 "
+     "--steps 2 --quiet --batch-size {batch}"},
 };
-#define REAL_PROGRAMS 2
 #define REAL_STRATEGIES 3
 
 static int run_real(const char *batchfit, const char *program, const real_program *rp,
@@ -413,9 +426,9 @@ static int run_real(const char *batchfit, const char *program, const real_progra
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "'%s' probe --device host --memory-budget %s --strategy %s --no-cache --quiet "
+             "'%s' probe --device host --memory-budget %s %s --strategy %s --no-cache --quiet "
              "--export-json - -- '%s' %s 2>/dev/null",
-             batchfit, rp->budget, run->strategy, program, rp->args);
+             batchfit, rp->budget, rp->options, run->strategy, program, rp->args);
     double start = now();
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -623,15 +636,22 @@ int main(int argc, char **argv)
     real_run runs[REAL_PROGRAMS][REAL_STRATEGIES];
     memset(runs, 0, sizeof runs);
     int real_ok = 0;
+    /* The PyTorch program only where the interpreter has PyTorch. */
+    int real_count = REAL_PROGRAMS;
+    if (real && system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        real_count = REAL_TORCH;
+        fprintf(stderr, "bench: /usr/bin/python3 has no PyTorch: the torch-decoder run is "
+                        "skipped (scripts/install-deps.sh --test installs it)\n");
+    }
     if (real) {
         real_ok = 1;
-        const char *paths[REAL_PROGRAMS] = {trainer, childtool};
-        for (int p = 0; p < REAL_PROGRAMS; p++)
+        const char *paths[REAL_PROGRAMS] = {trainer, childtool, "/usr/bin/python3"};
+        for (int p = 0; p < real_count; p++)
             for (int i = 0; i < REAL_STRATEGIES; i++) {
                 runs[p][i].strategy = real_strategies[i];
                 if (run_real(batchfit, paths[p], &real_programs[p], &runs[p][i]) != 0) {
                     fprintf(stderr, "bench: the real-process run of %s with %s failed\n",
-                            real_programs[p].name, runs[p][i].strategy);
+                            real_programs[p].key, runs[p][i].strategy);
                     real_ok = 0;
                 }
             }
@@ -679,12 +699,12 @@ int main(int argc, char **argv)
                 pc->failed, j == PARALLEL_KS - 1 ? "" : ",");
     }
     fprintf(f, "  },\n  \"cases_per_family\": %d,\n  \"real\": {", CASES_PER_FAMILY);
-    for (int p = 0; real_ok && p < REAL_PROGRAMS; p++)
+    for (int p = 0; real_ok && p < real_count; p++)
         for (int i = 0; i < REAL_STRATEGIES; i++)
             fprintf(f,
                     "%s\n    \"%s %s\": {\"budget\": \"%s\", \"trials\": %llu, "
                     "\"wall_seconds\": %.2f, \"batch_size\": %llu}",
-                    p || i ? "," : "", p ? "childtool" : "trainer", runs[p][i].strategy,
+                    p || i ? "," : "", real_programs[p].key, runs[p][i].strategy,
                     real_programs[p].budget, runs[p][i].trials, runs[p][i].wall, runs[p][i].answer);
     fprintf(f, "%s},\n  \"profiles\": %u,\n  \"seed\": %llu,\n", real_ok ? "\n  " : "", profiles,
             (unsigned long long)seed);
@@ -778,11 +798,12 @@ int main(int argc, char **argv)
                    "--memory-budget B --strategy S --no-cache -- PROGRAM ARGS` (the host's "
                    "default 5%% spread)\n\n| program | budget | strategy | trials | batch size | "
                    "answer / bisect's | wall seconds |\n|---|---|---|---|---|---|---|\n");
-        for (int p = 0; p < REAL_PROGRAMS; p++)
+        for (int p = 0; p < real_count; p++)
             for (int i = 0; i < REAL_STRATEGIES; i++)
-                fprintf(f, "| %s | %s | %s | %llu | %llu | %.3f | %.2f |\n",
-                        p ? "tests/progs/childtool grow 1024 4096" : "examples/trainer --steps 2",
-                        real_programs[p].budget, runs[p][i].strategy, runs[p][i].trials,
+                fprintf(f, "| %s | %s%s%s | %s | %llu | %llu | %.3f | %.2f |\n",
+                        real_programs[p].label, real_programs[p].budget,
+                        real_programs[p].options[0] ? ", " : "", real_programs[p].options,
+                        runs[p][i].strategy, runs[p][i].trials,
                         runs[p][i].answer,
                         runs[p][1].answer ? (double)runs[p][i].answer / (double)runs[p][1].answer
                                           : 0.0,
@@ -820,9 +841,9 @@ int main(int argc, char **argv)
                    fs->trials_max, fs->oom_median, fs->ratio_mean, fs->below_bisect,
                    100.0 * fs->exact_share, fs->unsafe, fs->failed);
         }
-    for (int p = 0; real_ok && p < REAL_PROGRAMS; p++)
+    for (int p = 0; real_ok && p < real_count; p++)
         for (int i = 0; i < REAL_STRATEGIES; i++)
-            printf("real %-9s %-10s %llu trials, batch %llu, %.2f s\n", p ? "childtool" : "trainer",
+            printf("real %-13s %-10s %llu trials, batch %llu, %.2f s\n", real_programs[p].key,
                    runs[p][i].strategy, runs[p][i].trials, runs[p][i].answer, runs[p][i].wall);
     printf("wrote %s/results.json, %s/RESULTS.md, %s/trials.svg\n", out, out, out);
     return 0;
