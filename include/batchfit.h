@@ -562,10 +562,15 @@ typedef struct batchfit_options {
      * not fit, a trial's error) counts as the failure of the rank whose
      * trial it was, else of rank 0. batchfit_agree() afterwards gives every
      * rank the job's code. Every rank takes part in every exchange on
-     * every path, so none waits on a rank that left; a rank that will not
-     * call the probe at all (its input is bad) calls batchfit_ranks_refuse()
-     * instead. Only rank 0's cache entry counts (it alone stores one).
-     * ranks must outlive the call. */
+     * every path, so none waits on a rank that left, with one exception:
+     * a rank that runs out of memory before it can take part returns
+     * BATCHFIT_E_NO_MEMORY with no result or one whose ranks_joined is 0,
+     * and its caller must then abort the job (MPI_Abort), as the others
+     * wait for it. A rank that will not call the probe at all (its input
+     * is bad) calls batchfit_ranks_refuse() instead. Only rank 0's cache
+     * entry counts (it alone stores one). ranks must outlive the call;
+     * one that is not usable (struct_size, allgather, size, rank) is
+     * BATCHFIT_E_INVALID_ARGUMENT, before any exchange. */
     const struct batchfit_ranks *ranks;
 } batchfit_options;
 #define BATCHFIT_MAX_PARALLEL 64
@@ -681,6 +686,9 @@ struct batchfit_result {
     /* Trials across the ranks of a job (batchfit_options.ranks): the rank
      * that ran trial t is trial_ranks[t]; NULL otherwise. */
     const int *trial_ranks;
+    /* Trials across ranks: 1 once this rank took part in the job's
+     * exchanges (see batchfit_options.ranks). */
+    int ranks_joined;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */
@@ -906,9 +914,13 @@ BATCHFIT_API int batchfit_agree(batchfit_ctx *ctx, const batchfit_ranks *ranks,
  * this rank will not probe at all (its own input is bad): takes part in
  * the probe's first exchange with code (a batchfit_code other than
  * BATCHFIT_OK) and message, so that the other ranks stop before any trial
- * (with BATCHFIT_E_ABORTED, naming this rank) instead of waiting for it.
- * Returns code, or BATCHFIT_E_DEVICE when the exchange failed. Then call
- * batchfit_agree() as every rank does. */
+ * (with BATCHFIT_E_ABORTED, naming this rank) instead of waiting for it
+ * (a code that is not a failure is taken as BATCHFIT_E_INVALID_ARGUMENT).
+ * Returns code, BATCHFIT_E_DEVICE when the exchange failed, or
+ * BATCHFIT_E_NO_MEMORY (or BATCHFIT_E_INVALID_ARGUMENT, for no context or
+ * unusable ranks) when this rank could not take part: then abort the job
+ * (MPI_Abort), as the others wait for it. Otherwise call batchfit_agree()
+ * as every rank does. */
 BATCHFIT_API int batchfit_ranks_refuse(batchfit_ctx *ctx, const batchfit_ranks *ranks, int code,
                                        const char *message);
 

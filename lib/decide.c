@@ -46,6 +46,17 @@ int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts)
     if (opts->max_trials == 0)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "options: max_trials must be at least 1");
+    if (opts->ranks && !batchfit__ranks_valid(opts->ranks))
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "options: ranks needs struct_size, an allgather, a size of at "
+                              "least 1 and a rank in [0, size)");
+    if (opts->cached_fit.valid &&
+        !(isfinite(opts->cached_fit.intercept_bytes) &&
+          isfinite(opts->cached_fit.bytes_per_sample) &&
+          isfinite(opts->cached_fit.max_residual_bytes) &&
+          opts->cached_fit.max_residual_bytes >= 0.0))
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "options: cached_fit has a value that is not finite");
     if (opts->parallel > BATCHFIT_MAX_PARALLEL)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "options: parallel %u is above the most, %d", opts->parallel,

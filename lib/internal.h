@@ -481,4 +481,8 @@ int batchfit__decide_bounds(batchfit_ctx *ctx, const batchfit_options *opts, uin
                             batchfit_result *result);
 int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts);
 
+/* ranks can be used: struct_size, an allgather, size and rank in range
+ * (probe_ranks.c). */
+int batchfit__ranks_valid(const batchfit_ranks *ranks);
+
 #endif

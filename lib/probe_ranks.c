@@ -57,9 +57,15 @@ typedef struct job {
     char failed_error[BATCHFIT_ERRMSG_MAX]; /* rank 0: why that rank's trial could not run */
 } job;
 
+int batchfit__ranks_valid(const batchfit_ranks *ranks)
+{
+    return ranks && ranks->struct_size >= sizeof *ranks && ranks->allgather && ranks->size >= 1 &&
+           ranks->rank >= 0 && ranks->rank < ranks->size;
+}
+
 int batchfit__ranks_active(const batchfit_options *opts)
 {
-    return opts->ranks && opts->parallel > 1 && opts->ranks->size > 1;
+    return batchfit__ranks_valid(opts->ranks) && opts->parallel > 1 && opts->ranks->size > 1;
 }
 
 static int exchange(job *j, const void *mine, size_t len)
@@ -136,7 +142,9 @@ static int first_exchange(job *j, int status, const batchfit_result *result,
         if (all[r].status && (failed < 0 || (all[failed].status == BATCHFIT_E_ABORTED &&
                                              all[r].status != BATCHFIT_E_ABORTED)))
             failed = r;
-    if (failed == j->ranks->rank)
+    /* A rank that failed on its own reports its own failure (the
+     * agreement then names the first); the others, the first. */
+    if (status)
         return status;
     if (failed >= 0) {
         const ready_wire *f = &all[failed];
@@ -249,6 +257,7 @@ static int round_on_ranks(void *userdata, const uint64_t *batches, size_t count,
  * rank 0's verdict for this rank. */
 static int serve(job *j, batchfit_result *result, order_wire *end)
 {
+    int kept = BATCHFIT_OK; /* NO_MEMORY once a trial could not be kept */
     for (;;) {
         order_wire none;
         memset(&none, 0, sizeof none);
@@ -258,7 +267,9 @@ static int serve(job *j, batchfit_result *result, order_wire *end)
         const order_wire *o = j->buf;
         if (o->op != ORDER_ROUND) {
             *end = *o;
-            return BATCHFIT_OK;
+            return kept == BATCHFIT_OK ? BATCHFIT_OK
+                                       : batchfit__fail(j->ctx, kept,
+                                                        "out of memory recording a trial");
         }
         order_wire order = *o;
         if (order.count < 0 || order.count > BATCHFIT_MAX_PARALLEL)
@@ -271,10 +282,12 @@ static int serve(job *j, batchfit_result *result, order_wire *end)
         if (rc)
             return rc;
         /* A trial of this rank's that failed with a bug stays in its
-         * result too, so that the rank can show what its command said. */
+         * result too, so that the rank can show what its command said;
+         * where that fails, the rank still serves to the end (rank 0
+         * waits for it), and then says so. */
         if (mine.ran && !mine.rc && own.outcome == BATCHFIT_ERROR &&
             batchfit__result_add_trial(result, &own) != BATCHFIT_OK)
-            return batchfit__fail(j->ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording a trial");
+            kept = BATCHFIT_E_NO_MEMORY;
     }
 }
 
@@ -311,6 +324,8 @@ int batchfit__ranks_search(batchfit_ctx *ctx, const batchfit_options *opts,
     }
     j.src = src;
     j.result = result;
+    if (result)
+        result->ranks_joined = 1;
     rc = first_exchange(&j, ready, result, device);
     if (rc) {
         job_free(&j);
@@ -366,12 +381,13 @@ int batchfit__ranks_refused(batchfit_ctx *ctx, const batchfit_options *opts, int
 int batchfit_ranks_refuse(batchfit_ctx *ctx, const batchfit_ranks *ranks, int code,
                           const char *message)
 {
-    if (!ctx || !ranks || ranks->struct_size < sizeof *ranks || !ranks->allgather ||
-        ranks->size < 1 || ranks->rank < 0 || ranks->rank >= ranks->size ||
-        code <= BATCHFIT_OK || code > BATCHFIT_E_NOT_FOUND)
+    if (!ctx || !batchfit__ranks_valid(ranks))
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "ranks_refuse: ranks (struct_size, size, rank, allgather) and a "
-                              "failure code are required");
+                              "ranks_refuse: a context and ranks (struct_size, size, rank, "
+                              "allgather) are required");
+    /* Any other mistake still takes part, so that no peer waits. */
+    if (code <= BATCHFIT_OK || code > BATCHFIT_E_NOT_FOUND)
+        code = BATCHFIT_E_INVALID_ARGUMENT;
     batchfit__fail(ctx, code, "%s", message ? message : batchfit_strerror(code));
     batchfit_options opts;
     batchfit_options_init(&opts);

@@ -254,6 +254,11 @@ static int run(session *s)
                                   &s->result);
         else
             code = batchfit_probe_command(s->ctx, &c->opts, s->device, &c->cmd, &s->result);
+        /* A rank out of memory before the ranks' first exchange: the
+         * others wait for it there. */
+        if (s->mpi && c->opts.ranks && code == BATCHFIT_E_NO_MEMORY &&
+            (!s->result || !s->result->ranks_joined))
+            probe_mpi_abort(s->mpi, s->ctx);
         exit_code = s->result && s->result->interrupted ? 128 + s->result->interrupt_signal
                                                         : batchfit_exit_status(code);
         /* Under --mpi a rank stopped because another failed says nothing of
@@ -262,10 +267,14 @@ static int run(session *s)
             probe_print_failure(s);
     } else if (c->opts.ranks) {
         /* The other ranks wait at the probe's first exchange: tell them. */
-        if (batchfit_ranks_refuse(s->ctx, c->opts.ranks, code,
-                                  s->result && s->result->error ? s->result->error
-                                                                : "bad input") ==
-            BATCHFIT_E_DEVICE)
+        int refused = batchfit_ranks_refuse(s->ctx, c->opts.ranks, code,
+                                            s->result && s->result->error ? s->result->error
+                                                                          : "bad input");
+        /* Anything but this rank's own code or a failed exchange: it
+         * could not take part, and the others wait for it. */
+        if (refused != code && refused != BATCHFIT_E_DEVICE)
+            probe_mpi_abort(s->mpi, s->ctx);
+        if (refused == BATCHFIT_E_DEVICE)
             fprintf(stderr, "batchfit probe: rank %d: %s\n", probe_mpi_rank(s->mpi),
                     batchfit_ctx_last_error(s->ctx));
     }

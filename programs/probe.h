@@ -88,6 +88,9 @@ int probe_mpi_local_rank(const probe_mpi *m);
 const batchfit_ranks *probe_mpi_ranks(const probe_mpi *m);
 int probe_mpi_peer_failed(probe_mpi *m);
 void probe_mpi_announce_failure(probe_mpi *m);
+/* Ends the whole job (MPI_Abort) after saying why: for a rank that could
+ * not take part in an exchange the others wait in. Does not return. */
+void probe_mpi_abort(probe_mpi *m, batchfit_ctx *ctx);
 int probe_mpi_agree(probe_mpi *m, batchfit_ctx *ctx, batchfit_agree_mode mode,
                     batchfit_result *result);
 void probe_mpi_finish(probe_mpi *m);

@@ -124,17 +124,20 @@ void probe_mpi_announce_failure(probe_mpi *m)
         m->announce(&m->ranks);
 }
 
+void probe_mpi_abort(probe_mpi *m, batchfit_ctx *ctx)
+{
+    /* This rank could not take part: end the job rather than leave the
+     * others waiting. */
+    fprintf(stderr, "batchfit probe: rank %d: %s\n", m->ranks.rank, batchfit_ctx_last_error(ctx));
+    m->abort_job(&m->ranks, EXIT_INTERNAL);
+}
+
 int probe_mpi_agree(probe_mpi *m, batchfit_ctx *ctx, batchfit_agree_mode mode,
                     batchfit_result *result)
 {
     int rc = batchfit_agree(ctx, &m->ranks, mode, result);
-    if (rc == BATCHFIT_E_NO_MEMORY) {
-        /* This rank could not take part: end the job rather than leave
-         * the others waiting. */
-        fprintf(stderr, "batchfit probe: rank %d: %s\n", m->ranks.rank,
-                batchfit_ctx_last_error(ctx));
-        m->abort_job(&m->ranks, EXIT_INTERNAL);
-    }
+    if (rc == BATCHFIT_E_NO_MEMORY)
+        probe_mpi_abort(m, ctx);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define RANKS 4
 #define SIM16 "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB"
@@ -70,6 +71,16 @@ static void failing_release(void *state)
     batchfit_sim_step()->release(state);
 }
 
+/* The sim device's step, every trial of which fails with a bug. */
+static batchfit_step failing_step(void)
+{
+    batchfit_step failing = *batchfit_sim_step();
+    failing.build = failing_build;
+    failing.run = failing_run;
+    failing.release = failing_release;
+    return failing;
+}
+
 static void *member_main(void *arg)
 {
     member *m = arg;
@@ -82,10 +93,7 @@ static void *member_main(void *arg)
         batchfit_options_init(&o);
         o.parallel = RANKS;
         o.ranks = &ranks;
-        batchfit_step failing = *batchfit_sim_step();
-        failing.build = failing_build;
-        failing.run = failing_run;
-        failing.release = failing_release;
+        batchfit_step failing = failing_step();
         batchfit_device *d = NULL;
         if (batchfit_device_open(ctx, m->spec, &d) == BATCHFIT_OK)
             m->rc = batchfit_probe(ctx, &o, d, m->fail_trials ? &failing : batchfit_sim_step(),
@@ -284,5 +292,175 @@ TEST(probe_ranks_every_allocation_failure_is_clean)
         CHECK_EQ(st.outstanding, 0);
     }
     /* The result, the exchanges' buffers, the trials and their ranks. */
+    CHECK(total >= 5);
+}
+
+/* Ranks options that cannot be used are bad input, found before any
+ * exchange (no all-gather to call, a rank outside the job). */
+TEST(probe_ranks_unusable_ranks_are_refused_before_any_exchange)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, SIM16, &d), BATCHFIT_OK);
+    int calls = 0;
+    batchfit_ranks bad[3] = {{sizeof bad[0], 0, 2, NULL, &calls},
+                             {sizeof bad[0], 2, 2, echo_gather, &calls},
+                             {sizeof bad[0], -1, 2, echo_gather, &calls}};
+    for (int i = 0; i < 3; i++) {
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.parallel = 2;
+        o.ranks = &bad[i];
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_E_INVALID_ARGUMENT);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "options: ranks needs");
+        CHECK(r == NULL || r->trial_count == 0);
+        batchfit_result_free(r);
+        CHECK_EQ(batchfit_ranks_refuse(ctx, &bad[i], BATCHFIT_E_PARSE, "x"),
+                 BATCHFIT_E_INVALID_ARGUMENT);
+    }
+    CHECK_EQ(calls, 0);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+/* Two ranks whose all-gather gives up after a while instead of waiting
+ * forever: a rank left waiting for a peer that went its own way is a
+ * failure of the test, not a hang. */
+typedef struct timed_job {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned long arrived[2]; /* exchanges each rank entered */
+    char row[2][ROW];
+    size_t len[2];
+    int timed_out;
+    int mismatched;
+    int aborted; /* a rank that could not take part ended the job */
+} timed_job;
+
+typedef struct timed_member {
+    timed_job *job;
+    int rank;
+    test_alloc_state alloc;
+    long fail_after_open; /* rank 1: the allocation after its device's that fails; -1 none */
+    int rc;
+    int joined;
+} timed_member;
+
+static int timed_gather(void *userdata, const void *mine, void *all, size_t len)
+{
+    timed_member *m = userdata;
+    timed_job *job = m->job;
+    if (len > ROW)
+        return -1;
+    pthread_mutex_lock(&job->lock);
+    unsigned long round = job->arrived[m->rank];
+    /* Wait until the other rank finished the previous exchange. */
+    memcpy(job->row[m->rank], mine, len);
+    job->len[m->rank] = len;
+    job->arrived[m->rank]++;
+    pthread_cond_broadcast(&job->cond);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    int other = 1 - m->rank;
+    int rc = 0;
+    while (job->arrived[other] <= round && rc == 0 && !job->aborted)
+        rc = pthread_cond_timedwait(&job->cond, &job->lock, &until);
+    if (rc || job->aborted) {
+        job->timed_out |= rc != 0;
+        pthread_mutex_unlock(&job->lock);
+        return -1;
+    }
+    if (job->len[other] != len)
+        job->mismatched = 1;
+    memcpy((char *)all + (size_t)m->rank * len, mine, len);
+    memcpy((char *)all + (size_t)other * len, job->row[other], len < job->len[other] ? len : job->len[other]);
+    /* Both copied before either writes the next exchange. */
+    job->arrived[m->rank]++;
+    pthread_cond_broadcast(&job->cond);
+    while (job->arrived[other] <= round + 1 && rc == 0 && !job->aborted)
+        rc = pthread_cond_timedwait(&job->cond, &job->lock, &until);
+    if (rc)
+        job->timed_out = 1;
+    pthread_mutex_unlock(&job->lock);
+    return rc || job->aborted ? -1 : 0;
+}
+
+static void *timed_main(void *arg)
+{
+    timed_member *m = arg;
+    batchfit_ctx *ctx = test_ctx(m->rank == 1 ? &m->alloc : NULL);
+    batchfit_ranks ranks = {sizeof ranks, m->rank, 2, timed_gather, m};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.parallel = 2;
+    o.ranks = &ranks;
+    batchfit_step failing = failing_step();
+    batchfit_device *d = NULL;
+    batchfit_result *r = NULL;
+    m->rc = BATCHFIT_E_NO_MEMORY;
+    if (batchfit_device_open(ctx, SIM16, &d) == BATCHFIT_OK) {
+        if (m->rank == 1 && m->fail_after_open >= 0)
+            m->alloc.fail_at = m->alloc.calls + m->fail_after_open;
+        m->rc = batchfit_probe(ctx, &o, d, m->rank == 1 ? &failing : batchfit_sim_step(), NULL,
+                               &r);
+    }
+    m->joined = r && r->ranks_joined;
+    if (m->rc == BATCHFIT_E_NO_MEMORY && !m->joined) {
+        /* What the header asks of the caller: abort the job. */
+        pthread_mutex_lock(&m->job->lock);
+        m->job->aborted = 1;
+        pthread_cond_broadcast(&m->job->cond);
+        pthread_mutex_unlock(&m->job->lock);
+    }
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+    return NULL;
+}
+
+/* Rank 1's trial fails with a bug, and each of its allocations in turn
+ * fails: wherever that happens, both ranks make the same exchanges and
+ * end (rank 1 with a code; if it could not take part at all, with
+ * BATCHFIT_E_NO_MEMORY and no ranks_joined, which tells its caller to
+ * abort the job - the one case where rank 0 is left waiting). */
+TEST(probe_ranks_a_rank_out_of_memory_never_leaves_its_peer_waiting)
+{
+    long total = -1;
+    for (long i = -1; i < total || total < 0; i++) {
+        timed_job job;
+        memset(&job, 0, sizeof job);
+        pthread_mutex_init(&job.lock, NULL);
+        pthread_cond_init(&job.cond, NULL);
+        timed_member m[2];
+        memset(m, 0, sizeof m);
+        m[1].alloc.fail_at = -1;
+        m[1].fail_after_open = i;
+        pthread_t threads[2];
+        for (int k = 0; k < 2; k++) {
+            m[k].job = &job;
+            m[k].rank = k;
+            pthread_create(&threads[k], NULL, timed_main, &m[k]);
+        }
+        for (int k = 0; k < 2; k++)
+            pthread_join(threads[k], NULL);
+        if (i < 0) {
+            total = m[1].alloc.calls;
+            CHECK_EQ(m[1].rc, BATCHFIT_E_TRIAL_ERROR);
+            CHECK_EQ(m[0].rc, BATCHFIT_E_ABORTED);
+        }
+        CHECK(!job.timed_out);
+        if (!job.aborted) {
+            CHECK(!job.timed_out);
+            CHECK(!job.mismatched);
+            CHECK_EQ(job.arrived[0], job.arrived[1]);
+            CHECK(m[0].rc != BATCHFIT_OK);
+            CHECK(m[1].rc != BATCHFIT_OK);
+        }
+        CHECK_EQ(m[1].alloc.outstanding, 0);
+        pthread_cond_destroy(&job.cond);
+        pthread_mutex_destroy(&job.lock);
+    }
     CHECK(total >= 5);
 }
