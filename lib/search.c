@@ -754,7 +754,7 @@ static int propose_model(search *s, int64_t *next)
             /* Unless that band is the declared prior, not refuted, and
              * under two sizes wide: a coin toss that close is cheaper to
              * run than to guess, and the next size may well pass. */
-            if (quiet || predicted > s->safe_budget || s->hi <= s->lo + 1 ||
+            if (quiet || predicted - scatter > s->safe_budget || s->hi <= s->lo + 1 ||
                 2.0 * scatter > 2.0 * slope * (next_x - lo_x))
                 return 1;
             *next = s->lo + 1;
