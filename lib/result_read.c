@@ -4,6 +4,7 @@
  * that names it; absent optional fields stay zero. */
 #include "json_tree.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -232,7 +233,17 @@ static void read_trial(reader *r, const jt_value *t)
                 &d->device_free_drop_known);
         copy_string(r, t, "oom_signature", d->oom_signature, sizeof d->oom_signature);
     }
+    /* Trials across ranks: which rank ran it. */
+    uint64_t rank = 0;
+    int rank_known = 0;
+    get_u64(r, t, "rank", &rank, &rank_known);
+    if (rank_known && rank > INT_MAX)
+        bad(r, "rank", "a rank below 2^31");
     if (r->code == BATCHFIT_OK && batchfit__result_add_trial(r->result, &trial) != BATCHFIT_OK)
+        r->code = batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY, "out of memory reading a result");
+    if (r->code == BATCHFIT_OK && rank_known &&
+        batchfit__result_set_trial_rank(r->result, r->result->trial_count - 1, (int)rank) !=
+            BATCHFIT_OK)
         r->code = batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY, "out of memory reading a result");
 }
 

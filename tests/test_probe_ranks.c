@@ -176,6 +176,14 @@ TEST(probe_ranks_share_the_rounds_and_agree_on_the_answer)
     const char *json = NULL;
     CHECK_EQ(batchfit_result_json(ctx, r0, &json), BATCHFIT_OK);
     CHECK_CONTAINS(json, "\"rank\": 3");
+    /* The JSON reads back with every trial's rank. */
+    batchfit_result *back = NULL;
+    CHECK_EQ(batchfit_result_from_json(ctx, json, strlen(json), &back), BATCHFIT_OK);
+    CHECK_EQ(back->trial_count, r0->trial_count);
+    CHECK(back->trial_ranks != NULL);
+    for (size_t t = 0; back->trial_ranks && t < r0->trial_count; t++)
+        CHECK_EQ(back->trial_ranks[t], r0->trial_ranks[t]);
+    batchfit_result_free(back);
     batchfit_ctx_free(ctx);
     free_members(m);
 }
