@@ -45,11 +45,16 @@ static void fill(wire *w, int rank, const batchfit_result *r)
                        r->error ? r->error : batchfit_strerror(w->status));
 }
 
+int batchfit__ranks_valid(const batchfit_ranks *ranks)
+{
+    return ranks && ranks->struct_size >= sizeof *ranks && ranks->allgather && ranks->size >= 1 &&
+           ranks->rank >= 0 && ranks->rank < ranks->size;
+}
+
 int batchfit_agree(batchfit_ctx *ctx, const batchfit_ranks *ranks, batchfit_agree_mode mode,
                    batchfit_result *result)
 {
-    if (!ctx || !ranks || ranks->struct_size < sizeof *ranks || !ranks->allgather ||
-        ranks->size < 1 || ranks->rank < 0 || ranks->rank >= ranks->size ||
+    if (!ctx || !batchfit__ranks_valid(ranks) ||
         (mode != BATCHFIT_AGREE_MIN && mode != BATCHFIT_AGREE_PER_RANK))
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "agree: ranks (struct_size, size, rank, allgather) and mode are "

@@ -482,7 +482,7 @@ int batchfit__decide_bounds(batchfit_ctx *ctx, const batchfit_options *opts, uin
 int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts);
 
 /* ranks can be used: struct_size, an allgather, size and rank in range
- * (probe_ranks.c). */
+ * (agree.c; the agreement, trials across ranks and the options check). */
 int batchfit__ranks_valid(const batchfit_ranks *ranks);
 
 #endif

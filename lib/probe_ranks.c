@@ -57,12 +57,6 @@ typedef struct job {
     char failed_error[BATCHFIT_ERRMSG_MAX]; /* rank 0: why that rank's trial could not run */
 } job;
 
-int batchfit__ranks_valid(const batchfit_ranks *ranks)
-{
-    return ranks && ranks->struct_size >= sizeof *ranks && ranks->allgather && ranks->size >= 1 &&
-           ranks->rank >= 0 && ranks->rank < ranks->size;
-}
-
 int batchfit__ranks_active(const batchfit_options *opts)
 {
     return batchfit__ranks_valid(opts->ranks) && opts->parallel > 1 && opts->ranks->size > 1;

@@ -751,11 +751,12 @@ static int propose_model(search *s, int64_t *next)
          * rounding, that band is under one lattice step wide and the answer
          * is at most one step short of where a re-run decides. */
         if (predicted > s->aim - scatter) {
-            /* Unless that band is the declared prior, not refuted, and
-             * under two sizes wide: a coin toss that close is cheaper to
-             * run than to guess, and the next size may well pass. */
-            if (quiet || predicted - scatter > s->safe_budget || s->hi <= s->lo + 1 ||
-                2.0 * scatter > 2.0 * slope * (next_x - lo_x))
+            /* Unless that band (2 scatter) is the declared prior, not
+             * refuted, under two sizes wide, and the line puts the next
+             * size no more than the scatter over the threshold: a coin
+             * toss that close is cheaper to run than to guess. */
+            if (quiet || predicted - scatter > s->safe_budget ||
+                scatter > slope * (next_x - lo_x))
                 return 1;
             *next = s->lo + 1;
             return 0;
