@@ -270,13 +270,13 @@ static int run(session *s)
         int refused = batchfit_ranks_refuse(s->ctx, c->opts.ranks, code,
                                             s->result && s->result->error ? s->result->error
                                                                           : "bad input");
-        /* Anything but this rank's own code or a failed exchange: it
-         * could not take part, and the others wait for it. */
-        if (refused != code && refused != BATCHFIT_E_DEVICE)
-            probe_mpi_abort(s->mpi, s->ctx);
+        /* A failed exchange is reported; anything else but this rank's
+         * own code means it could not take part, and the others wait. */
         if (refused == BATCHFIT_E_DEVICE)
             fprintf(stderr, "batchfit probe: rank %d: %s\n", probe_mpi_rank(s->mpi),
                     batchfit_ctx_last_error(s->ctx));
+        else if (refused != code)
+            probe_mpi_abort(s->mpi, s->ctx);
     }
     if (s->mpi)
         exit_code = agree(s, code, exit_code);
