@@ -499,6 +499,29 @@ static double shown_scatter(const double *y, const double *low, unsigned n)
     return shown;
 }
 
+/* A workspace jump moves the curve up, not its slope: two pairs of
+ * neighbouring points with a jump between them still rise at the same
+ * rate. Fitted with one slope and an intercept each, the largest residual
+ * of the quietest two disjoint pairs is a scatter reading like a triple's,
+ * which a jump between the pairs does not inflate (infinite with fewer
+ * than four points). */
+static double parallel_pairs_residual(const double *x, const double *y, unsigned n)
+{
+    double best = INFINITY;
+    for (unsigned i = 0; i + 3 < n; i++)
+        for (unsigned j = i + 2; j + 1 < n; j++) {
+            double da = x[i + 1] - x[i], db = x[j + 1] - x[j];
+            double sa = (y[i + 1] - y[i]) / da, sb = (y[j + 1] - y[j]) / db;
+            /* The least-squares common slope weighs each pair by its span squared. */
+            double common = (sa * da * da + sb * db * db) / (da * da + db * db);
+            double ra = 0.5 * fabs(sa - common) * da, rb = 0.5 * fabs(sb - common) * db;
+            double worst = ra > rb ? ra : rb;
+            if (worst < best)
+                best = worst;
+        }
+    return best;
+}
+
 static unsigned collect_failures(const search *s, double *x, double *y)
 {
     return collect(s, READ_FAILURES, x, y, NULL);
@@ -671,8 +694,10 @@ static int propose_model(search *s, int64_t *next)
     int quiet = scatter_known && measured < 0.1 * prior;
     /* A workspace jump between the points makes their residuals large on a
      * program with no scatter at all; three neighbouring points with no jump
-     * between them still show the scatter. The quietest such triple (with
-     * the shown scatter: re-runs and falls) refutes the prior as well. */
+     * between them still show the scatter, and so do two pairs of
+     * neighbours with the jump between the pairs (they rise at one rate).
+     * The quietest such triple or pair of pairs (with the shown scatter:
+     * re-runs and falls) refutes the prior as well. */
     if (!quiet && s->spread > 0.0 && n >= 3) {
         double best = INFINITY;
         for (unsigned i = 0; i + 2 < n; i++) {
@@ -681,6 +706,9 @@ static int propose_model(search *s, int64_t *next)
             if (local.valid && local.max_residual_bytes < best)
                 best = local.max_residual_bytes;
         }
+        double pairs = parallel_pairs_residual(x, y, n);
+        if (pairs < best)
+            best = pairs;
         double shown = shown_scatter(y, low, n);
         if (shown > best)
             best = shown;

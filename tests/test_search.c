@@ -6,6 +6,7 @@
  * trial is out of memory when the peak passes the device's capacity. */
 typedef struct curve_oracle {
     double fixed, per_sample, capacity;
+    double jump_at, jump_bytes; /* a workspace of jump_bytes from batch jump_at on */
     int report_peak;
     uint64_t error_from; /* batches >= this end in an error; 0 = never */
     uint64_t tried[256];
@@ -28,6 +29,8 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         return 0;
     }
     double peak = o->fixed + o->per_sample * (double)batch;
+    if (o->jump_bytes > 0.0 && (double)batch >= o->jump_at)
+        peak += o->jump_bytes;
     if (peak > o->capacity) {
         t->outcome = BATCHFIT_OOM;
         snprintf(t->message, sizeof t->message, "CUDA out of memory");
@@ -140,6 +143,47 @@ TEST(search_model_needs_few_trials_on_a_line)
     CHECK_NEAR(r->fit.bytes_per_sample, 150e6 + 4321, 1.0);
     CHECK_NEAR(r->fit.intercept_bytes, 2e9 + 777, 300.0);
     batchfit_result_free(r);
+}
+
+/* A deterministic program under the host's default 5% spread, with a
+ * workspace that appears between the first points and the last: no three
+ * neighbouring points lie on one line, but the pairs either side of the
+ * jump rise at the same rate, which noise of the declared size would not
+ * show. That refutes the declared prior, and the search goes on to the
+ * size bisection finds instead of stopping where the prior makes the next
+ * size a coin toss. */
+TEST(search_model_parallel_pairs_refute_the_prior_across_a_jump)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    curve_oracle c = {0};
+    c.fixed = 33.6e9;
+    c.per_sample = 2.94e9;
+    c.jump_at = 10;
+    c.jump_bytes = 12e9;
+    c.capacity = 1e15;
+    c.report_peak = 1;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    uint64_t answers[2];
+    for (int k = 0; k < 2; k++) {
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+        r->budget.known = 1;
+        r->budget.budget_bytes = 131e9;
+        r->budget.peak_spread = 0.05;
+        o.strategy = k == 0 ? BATCHFIT_STRATEGY_MODEL : BATCHFIT_STRATEGY_BISECT;
+        c.count = 0;
+        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_OK);
+        answers[k] = r->batch_size;
+        if (k == 0)
+            CHECK(r->trial_count <= 6);
+        batchfit_result_free(r);
+    }
+    /* floor((131e9 * 0.95 / 1.05 - 45.6e9) / 2.94e9) */
+    CHECK_EQ(answers[1], 24);
+    CHECK_EQ(answers[0], answers[1]);
+    batchfit_ctx_free(ctx);
 }
 
 TEST(search_peer_strategies_behave_as_named)
