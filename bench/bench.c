@@ -321,11 +321,14 @@ typedef struct family_summary {
     double ratio_mean; /* answer / bisection's answer on the same case */
     double exact_share;
     unsigned below_bisect; /* more than one lattice step below bisection */
+    unsigned below_narrow; /* of them, cases where the draw decides at most one size */
+    unsigned gap_below;    /* answers above a smaller size that can run out of memory */
     unsigned unsafe;
     unsigned failed;
 } family_summary;
 
 static family_summary family_results[BENCH_CASE_FAMILIES][LIB_KINDS];
+static unsigned family_narrow[BENCH_CASE_FAMILIES]; /* cases where it does */
 
 static int run_families(uint64_t seed, unsigned cases)
 {
@@ -337,6 +340,9 @@ static int run_families(uint64_t seed, unsigned cases)
             bench_case c;
             bench_case_make(seed, f, i, &c);
             uint64_t truth = bench_case_exact(&c, BOUND);
+            int narrow = bench_case_draw_band(&c, BOUND) <= 1;
+            family_narrow[f] += narrow;
+            uint64_t first_over = bench_case_first_over_budget(&c, BOUND);
             bench_case_outcome o[LIB_KINDS];
             for (int k = 0; k < LIB_KINDS; k++)
                 if (bench_case_run(&c, (batchfit_strategy)k, BOUND, &o[k]) != 0)
@@ -351,11 +357,13 @@ static int run_families(uint64_t seed, unsigned cases)
                 }
                 if (bench_case_peak_max(&c, o[k].answer) > c.budget)
                     fs->unsafe++;
+                fs->gap_below += first_over && first_over < o[k].answer;
                 exact[k] += o[k].answer == truth;
                 if (o[LIB_BISECT].answer) {
                     ratio_sum[k] += (double)o[k].answer / (double)o[LIB_BISECT].answer;
                     ratios[k]++;
                     fs->below_bisect += o[k].answer + 1 < o[LIB_BISECT].answer;
+                    fs->below_narrow += narrow && o[k].answer + 1 < o[LIB_BISECT].answer;
                 }
             }
         }
@@ -675,11 +683,15 @@ int main(int argc, char **argv)
             fprintf(f,
                     "      \"%s\": {\"trials_median\": %g, \"trials_p95\": %g, "
                     "\"trials_max\": %g, \"oom_trials_median\": %g, \"ratio_to_bisect_mean\": "
-                    "%.4f, \"below_bisect_by_more_than_one_step\": %u, \"exact_share\": %.4f, "
-                    "\"unsafe\": %u, \"failed\": %u}%s\n",
+                    "%.4f, \"below_bisect_by_more_than_one_step\": %u, "
+                    "\"below_bisect_where_the_draw_decides_at_most_one_size\": %u, "
+                    "\"cases_where_the_draw_decides_at_most_one_size\": %u, "
+                    "\"exact_share\": %.4f, \"unsafe\": %u, "
+                    "\"above_a_smaller_size_that_can_run_out_of_memory\": %u, \"failed\": %u}%s\n",
                     kind_names[k], fs->trials_median, fs->trials_p95, fs->trials_max,
                     fs->oom_median, isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean, fs->below_bisect,
-                    fs->exact_share, fs->unsafe, fs->failed, k == LIB_KINDS - 1 ? "" : ",");
+                    fs->below_narrow, family_narrow[fam], fs->exact_share, fs->unsafe,
+                    fs->gap_below, fs->failed, k == LIB_KINDS - 1 ? "" : ",");
         }
         fprintf(f, "    }%s\n", fam == BENCH_CASE_FAMILIES - 1 ? "" : ",");
     }
@@ -775,21 +787,29 @@ int main(int argc, char **argv)
                "strategy on each (the peers take no cache or estimate). Ratio: the answer over "
                "bisection's on the same case, under the same acceptance rule and the same noise "
                "draw (a draw depends only on the seed, the size and how often it ran). Below: "
-               "answers more than one lattice step below bisection's. Exact: the largest size "
+               "answers more than one lattice step below bisection's; in brackets, those among "
+               "the cases where the draw decides at most one size (the wander spans less than "
+               "two sizes at the threshold), and how many such cases there are: elsewhere "
+               "acceptance is a coin toss across several sizes and each search ends on whichever "
+               "accepted-then-rejected pair its own trials met. Exact: the largest size "
                "whose noise-free peak passes the acceptance threshold. Unsafe: the answer's peak "
-               "can exceed the budget on some draw.\n\n",
+               "can exceed the budget on some draw. Gap below: a smaller size's peak can exceed "
+               "the budget on some draw (memory not monotone in the batch): the epoch's last, "
+               "smaller batch or a recovery's smaller micro-batch can run out of memory under "
+               "that answer.\n\n",
             CASES_PER_FAMILY);
     for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++) {
         fprintf(f, "### %s\n\n%s.\n\n| strategy | trials median | p95 | max | OOM trials "
-                   "median | mean answer / bisect's | below bisect | exact | unsafe | no answer "
-                   "|\n|---|---|---|---|---|---|---|---|---|---|\n",
+                   "median | mean answer / bisect's | below bisect | exact | unsafe | gap below | "
+                   "no answer |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
                 bench_case_family_name(fam), bench_case_family_source(fam));
         for (int k = 0; k < LIB_KINDS; k++) {
             const family_summary *fs = &family_results[fam][k];
-            fprintf(f, "| %s | %g | %g | %g | %g | %.4f | %u | %.1f%% | %u | %u |\n", kind_names[k],
-                    fs->trials_median, fs->trials_p95, fs->trials_max, fs->oom_median,
-                    isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean, fs->below_bisect,
-                    100.0 * fs->exact_share, fs->unsafe, fs->failed);
+            fprintf(f, "| %s | %g | %g | %g | %g | %.4f | %u (%u of %u) | %.1f%% | %u | %u | %u |\n",
+                    kind_names[k], fs->trials_median, fs->trials_p95, fs->trials_max,
+                    fs->oom_median, isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean,
+                    fs->below_bisect, fs->below_narrow, family_narrow[fam],
+                    100.0 * fs->exact_share, fs->unsafe, fs->gap_below, fs->failed);
         }
         fprintf(f, "\n");
     }
@@ -835,11 +855,12 @@ int main(int argc, char **argv)
     for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++)
         for (int k = 0; k < LIB_KINDS; k++) {
             const family_summary *fs = &family_results[fam][k];
-            printf("%-40s %-10s trials %g/%g/%g oom %g ratio %.4f below %u exact %.1f%% unsafe %u "
-                   "failed %u\n",
+            printf("%-40s %-10s trials %g/%g/%g oom %g ratio %.4f below %u (%u of %u) exact "
+                   "%.1f%% unsafe %u gap %u failed %u\n",
                    bench_case_family_name(fam), kind_names[k], fs->trials_median, fs->trials_p95,
                    fs->trials_max, fs->oom_median, fs->ratio_mean, fs->below_bisect,
-                   100.0 * fs->exact_share, fs->unsafe, fs->failed);
+                   fs->below_narrow, family_narrow[fam], 100.0 * fs->exact_share, fs->unsafe,
+                   fs->gap_below, fs->failed);
         }
     for (int p = 0; real_ok && p < real_count; p++)
         for (int i = 0; i < REAL_STRATEGIES; i++)

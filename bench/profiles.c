@@ -275,7 +275,8 @@ static void runs_at(const replay_table *t, unsigned batch, unsigned *first, unsi
 }
 
 /* The peak of a replayed table at batch: u in [0, 1) picks a run at each
- * neighbouring measured size (u < 0: the highest), interpolated between them. */
+ * neighbouring measured size (-1: the highest, -2: the lowest), interpolated
+ * between them. */
 static double replay_peak(const replay_table *t, uint64_t batch, double u)
 {
     unsigned sizes[32] = {0}, n = 0;
@@ -291,8 +292,11 @@ static double replay_peak(const replay_table *t, uint64_t batch, double u)
         runs_at(t, sizes[k + (unsigned)side], &first, &count);
         double v = 0.0;
         if (u < 0.0) {
-            for (unsigned i = 0; i < count; i++)
-                if (t->runs[first + i].peak_kib > v)
+            /* -1: the highest run; -2: the lowest. */
+            int lowest = u < -1.5;
+            v = t->runs[first].peak_kib;
+            for (unsigned i = 1; i < count; i++)
+                if (lowest ? t->runs[first + i].peak_kib < v : t->runs[first + i].peak_kib > v)
                     v = t->runs[first + i].peak_kib;
         } else {
             v = t->runs[first + (unsigned)(u * count)].peak_kib;
@@ -304,21 +308,49 @@ static double replay_peak(const replay_table *t, uint64_t batch, double u)
 }
 
 /* The case's peak at batch for a draw u in [-1, 1] (the bottom to the top
- * of the wander, or of the runs measured there); UNIT_TOP: the top. */
+ * of the wander, or of the runs measured there); UNIT_TOP: the top;
+ * UNIT_BOTTOM: the bottom. */
 #define UNIT_TOP 2.0
+#define UNIT_BOTTOM -2.0
 
 static double case_peak(const bench_case *c, uint64_t batch, double u)
 {
-    int top = u >= UNIT_TOP;
+    int top = u >= UNIT_TOP, bottom = u <= UNIT_BOTTOM;
     if (c->family == BENCH_REPLAYED)
-        return replay_peak(&replays[c->replay], batch, top ? -1.0 : 0.5 * (u + 1.0) * 0.999999);
+        return replay_peak(&replays[c->replay], batch,
+                           top ? -1.0 : bottom ? -2.0 : 0.5 * (u + 1.0) * 0.999999);
     double central = (double)bench_profile_peak(&c->profile, batch, 0.0);
-    return central * (1.0 + (top ? 1.0 : u) * c->wander);
+    return central * (1.0 + (top ? 1.0 : bottom ? -1.0 : u) * c->wander);
 }
 
 uint64_t bench_case_peak_max(const bench_case *c, uint64_t batch)
 {
     return (uint64_t)case_peak(c, batch, UNIT_TOP);
+}
+
+uint64_t bench_case_first_over_budget(const bench_case *c, uint64_t bound)
+{
+    for (uint64_t batch = 1; batch <= bound; batch++)
+        if (case_peak(c, batch, UNIT_TOP) > (double)c->budget)
+            return batch;
+    return 0;
+}
+
+unsigned bench_case_draw_band(const bench_case *c, uint64_t bound)
+{
+    double threshold = (double)c->budget * (1.0 - c->declared) / (1.0 + c->declared);
+    unsigned sizes = 0;
+    for (uint64_t batch = 1; batch <= bound; batch++) {
+        double low = case_peak(c, batch, UNIT_BOTTOM);
+        if (low > threshold) {
+            /* Peaks rise with the batch beyond the measured tables. */
+            if (batch > 128)
+                break;
+            continue;
+        }
+        sizes += case_peak(c, batch, UNIT_TOP) > threshold;
+    }
+    return sizes;
 }
 
 uint64_t bench_case_exact(const bench_case *c, uint64_t bound)

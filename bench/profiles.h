@@ -101,6 +101,19 @@ void bench_case_set_log(batchfit_log_fn fn, void *userdata);
  * the budget there is unsafe. */
 uint64_t bench_case_peak_max(const bench_case *c, uint64_t batch);
 
+/* The smallest size in 1..bound whose peak can exceed the budget on some
+ * draw (0: none). Where memory is not monotone in the batch (the replayed
+ * default-malloc runs), an answer above it is a trap: the epoch's last,
+ * smaller batch, or a recovery's smaller micro-batch, can run out of
+ * memory although the answer itself fits. */
+uint64_t bench_case_first_over_budget(const bench_case *c, uint64_t bound);
+
+/* How many sizes in 1..bound pass the acceptance threshold on some draws
+ * and not on others: where the wander spans more than one size, the pair
+ * a search ends on (accepted, then its neighbour not) is a coin toss among
+ * them, and two searches that run different sizes end on different pairs. */
+unsigned bench_case_draw_band(const bench_case *c, uint64_t bound);
+
 /* The largest batch whose central (noise-free) peak passes the acceptance
  * threshold budget * (1 - declared) / (1 + declared): "exact". */
 uint64_t bench_case_exact(const bench_case *c, uint64_t bound);
