@@ -32,6 +32,11 @@
 #define MAX_WASTED 3
 #define MAX_CREEPS 3
 
+/* With the slope unknown (points flat or within the noise), a proposal
+ * goes at most this many times the largest size that ran: one overshoot
+ * then costs three halvings of the bracket, not a dozen. */
+#define WIDEN_AT_MOST 8.0
+
 typedef struct search {
     batchfit_ctx *ctx;
     const batchfit_options *opts;
@@ -471,13 +476,24 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
     }
     /* Each point below the top bounds the slope too: the top rose above
      * it by at most its rise plus what two draws can differ by. */
-    double steepest = grown / top_x;
+    double all_grows = grown / top_x, steepest = all_grows;
     for (unsigned i = 0; i + 1 < n; i++) {
         double bound = (top_y - y[i] + noise + granule) / (top_x - x[i]);
         if (bound > 0.0 && bound < steepest)
             steepest = bound;
     }
-    *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y + granule, steepest)));
+    /* Those bounds hold on a line; memory flat over the points may still
+     * turn up beyond them (a buffer sized in steps of the batch, a pool
+     * that runs out). Widen the spacing from what is known, at most
+     * WIDEN_AT_MOST times the top size a trial, unless all the top holds,
+     * taken as growing with the batch, reaches further still. */
+    double target = crossing(s, top_x, top_y + granule, steepest);
+    double widest = WIDEN_AT_MOST * top_x;
+    if (target > widest) {
+        double all = crossing(s, top_x, top_y + granule, all_grows);
+        target = all > widest ? all : widest;
+    }
+    *next = clamp_inside(s, index_floor_of(s, target));
     return 0;
 }
 
@@ -520,6 +536,26 @@ static double parallel_pairs_residual(const double *x, const double *y, unsigned
                 best = worst;
         }
     return best;
+}
+
+/* Points above lo (peaks that finished over the threshold) place lo + 1
+ * on the line through them only when no jump lies between lo and them:
+ * the first of them must lie on the line of the two points up to lo, to
+ * within what rounding and the noise of the points allow (a step of the
+ * line's slope error for each of its own spans). With lo the top point,
+ * or the only point up to lo, there is nothing to contradict. */
+static int continues_past_lo(const double *x, const double *y, unsigned n, double lo_x,
+                             double resolvable)
+{
+    unsigned il = n;
+    for (unsigned i = 0; i < n; i++)
+        if (x[i] == lo_x)
+            il = i;
+    if (il == n || il == 0 || il + 1 >= n)
+        return 1;
+    double below = x[il] - x[il - 1], above = x[il + 1] - x[il];
+    double line = y[il] + (y[il] - y[il - 1]) / below * above;
+    return fabs(y[il + 1] - line) <= resolvable * (1.0 + above / below);
 }
 
 static unsigned collect_failures(const search *s, double *x, double *y)
@@ -609,6 +645,10 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
         i = s->lo + 2 * s->lo_step;
     if (s->hi_streak >= 2 && i > s->hi - 2 * s->hi_step)
         i = s->hi - 2 * s->hi_step;
+    /* A doubled step that would leave the bracket is bisection's to take
+     * (clamped, it would creep from the other end one size at a time). */
+    if (i <= s->lo || i >= s->hi)
+        i = propose_bisect(s);
     *next = clamp_inside(s, i);
     return 0;
 }
@@ -763,9 +803,14 @@ static int propose_model(search *s, int64_t *next)
                         : lo_x + 1.0;
     double tolerance = granule + (s->spread > 0.0 ? scatter : fit.max_residual_bytes);
     /* These hold with or without misses: after a rejection the line still
-     * says where acceptance turns into a coin toss. */
+     * says where acceptance turns into a coin toss, but only where no jump
+     * lies between lo and the points above it. A jump is told from noise by
+     * the declared band as well: the prior is refuted by chance one time in
+     * six, and a stop must not hang on that. */
+    int line_reaches_lo =
+        continues_past_lo(x, y, n, lo_x, (declared > noise ? declared : noise) + granule);
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
-        fy[use - 1] - fy[0] >= resolvable) {
+        fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
         double predicted = top_y + slope * (next_x - top_x);
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
@@ -791,7 +836,7 @@ static int propose_model(search *s, int64_t *next)
         }
     }
     if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
-        if (certifiable && slope > 0.0 && (lo_x == top_x || s->spread > 0.0) &&
+        if (certifiable && slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
             top_y + slope * (next_x - top_x) - tolerance > s->safe_budget)
             return 1;
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))

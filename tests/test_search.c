@@ -7,7 +7,10 @@
 typedef struct curve_oracle {
     double fixed, per_sample, capacity;
     double jump_at, jump_bytes; /* a workspace of jump_bytes from batch jump_at on */
+    double flat_until;          /* per_sample grows only past this batch; 0: from 0 */
     int report_peak;
+    int report_need;            /* an out-of-memory trial needed at least the capacity (a kill) */
+    double wander;              /* relative accounting wander, fixed per batch size (+-) */
     uint64_t error_from; /* batches >= this end in an error; 0 = never */
     uint64_t tried[256];
     unsigned count;
@@ -28,11 +31,16 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         snprintf(t->message, sizeof t->message, "IndexError: list index out of range");
         return 0;
     }
-    double peak = o->fixed + o->per_sample * (double)batch;
+    double grown = (double)batch > o->flat_until ? (double)batch - o->flat_until : 0.0;
+    double peak = o->fixed + o->per_sample * grown;
     if (o->jump_bytes > 0.0 && (double)batch >= o->jump_at)
         peak += o->jump_bytes;
+    if (o->wander > 0.0)
+        peak *= 1.0 + o->wander * ((double)(batch * 2654435761u % 1000) / 500.0 - 1.0);
     if (peak > o->capacity) {
         t->outcome = BATCHFIT_OOM;
+        t->peak_known = o->report_need;
+        t->peak_bytes = o->report_need ? (uint64_t)o->capacity : 0;
         snprintf(t->message, sizeof t->message, "CUDA out of memory");
         return 0;
     }
@@ -184,6 +192,137 @@ TEST(search_model_parallel_pairs_refute_the_prior_across_a_jump)
     CHECK_EQ(answers[1], 24);
     CHECK_EQ(answers[0], answers[1]);
     batchfit_ctx_free(ctx);
+}
+
+/* Runs the model and bisection on the oracle under a declared spread and
+ * the capacity as the budget (a child killed at the budget: its need is at
+ * least that): the model's result in *model, bisection's answer in *bisect. */
+static void model_and_bisect(curve_oracle *c, double spread, uint64_t *bisect,
+                             batchfit_result **model)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    *model = NULL;
+    for (int k = 1; k >= 0; k--) {
+        batchfit_result *r = NULL;
+        o.strategy = k ? BATCHFIT_STRATEGY_BISECT : BATCHFIT_STRATEGY_MODEL;
+        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+        r->budget.known = 1;
+        r->budget.budget_bytes = (uint64_t)c->capacity;
+        r->budget.peak_spread = spread;
+        c->count = 0;
+        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, c, r), BATCHFIT_OK);
+        if (k) {
+            *bisect = r->batch_size;
+            batchfit_result_free(r);
+        } else {
+            *model = r;
+        }
+    }
+    batchfit_ctx_free(ctx);
+}
+
+/* A child program killed at the budget: fixed + per_sample a sample (in
+ * MiB), a workspace of jump MiB from batch 300 on, the capacity in MiB. */
+static curve_oracle killed_program(double fixed, double per_sample, double jump, double capacity,
+                                   double wander)
+{
+    curve_oracle c = {0};
+    c.fixed = fixed * 1048576.0;
+    c.per_sample = per_sample * 1048576.0;
+    c.jump_at = 300;
+    c.jump_bytes = jump * 1048576.0;
+    c.capacity = capacity * 1048576.0;
+    c.wander = wander;
+    c.report_peak = 1;
+    c.report_need = 1;
+    return c;
+}
+
+/* A workspace appears at batch 300 (a C program: 21.5 MiB + 200 KiB a
+ * sample + 60 MiB from 300 on), under the host's 5% spread. The search
+ * runs sizes past the jump that finish over the threshold; the line
+ * through them puts lo + 1 over it too, but lo lies before the jump: the
+ * search must not stop on that line (it stopped at 293, bisection's answer
+ * being 299). */
+TEST(search_model_does_not_stop_on_a_line_across_a_jump_above_lo)
+{
+    curve_oracle c = killed_program(21.5, 200.0 / 1024.0, 60, 152, 0.0);
+    uint64_t bisect = 0;
+    batchfit_result *r = NULL;
+    model_and_bisect(&c, 0.05, &bisect, &r);
+    CHECK(r != NULL);
+    CHECK_EQ(bisect, 299);
+    CHECK_EQ(r->batch_size, 299);
+    CHECK(r->trial_count <= 14);
+    batchfit_result_free(r);
+}
+
+/* The same jump on a steeper curve: rejections just above the line's
+ * crossing make the upper end creep; a doubled step from it that would
+ * fall below lo is bisection's, not a run of lo + 1 (which fits and says
+ * nothing new). */
+TEST(search_model_a_creeping_end_hands_over_to_bisection)
+{
+    curve_oracle c = killed_program(30, 0.5, 100, 285, 0.001);
+    uint64_t bisect = 0;
+    batchfit_result *r = NULL;
+    model_and_bisect(&c, 0.05, &bisect, &r);
+    CHECK(r != NULL);
+    CHECK_EQ(bisect, 299);
+    CHECK_EQ(r->batch_size, 299);
+    /* No trial one size above the largest accepted one while the bracket
+     * was still wider than a few sizes. */
+    uint64_t lo = 0, hi = UINT64_MAX;
+    for (size_t i = 0; i < r->trial_count; i++) {
+        const batchfit_trial *t = &r->trials[i];
+        if (lo && hi - lo > 8)
+            CHECK(t->batch != lo + 1);
+        if (t->accepted && t->batch > lo)
+            lo = t->batch;
+        if (!t->accepted && t->batch < hi)
+            hi = t->batch;
+    }
+    batchfit_result_free(r);
+}
+
+/* Memory flat up to batch 200 (a preallocated pool), then 2 MiB a sample.
+ * Flat points say the slope is unknown, not that memory does not grow:
+ * each proposal widens the spacing at most eightfold, or to where the
+ * largest size's memory, all of it growing with the batch, would reach
+ * the threshold (it leapt from 8 to 543 by the bound of the points below
+ * the top; on a real program, from 45 to 86899, then thirteen
+ * out-of-memory trials). */
+TEST(search_model_widens_gradually_over_flat_points)
+{
+    curve_oracle c = killed_program(30, 2, 0, 285, 0.001);
+    c.flat_until = 200;
+    uint64_t bisect = 0;
+    batchfit_result *r = NULL;
+    model_and_bisect(&c, 0.05, &bisect, &r);
+    CHECK(r != NULL);
+    CHECK_EQ(r->batch_size, bisect);
+    /* At most eightfold, or as far as all the largest size's memory, taken
+     * as growing with the batch, reaches the threshold. */
+    double threshold = c.capacity * 0.95 / 1.05;
+    uint64_t largest = 0;
+    double largest_peak = 0.0;
+    for (size_t i = 0; i < r->trial_count; i++) {
+        const batchfit_trial *t = &r->trials[i];
+        if (largest && t->batch > largest)
+            CHECK(t->batch <= 8 * largest ||
+                  (double)t->batch <= (double)largest * threshold / largest_peak + 1.0);
+        if (t->batch > largest) {
+            largest = t->batch;
+            largest_peak = (double)t->peak_bytes;
+        }
+    }
+    /* Coming down from the overshoot to the pool's edge still costs a
+     * few: the killed trials say only that they needed the budget. */
+    CHECK(r->oom_trials <= 5);
+    CHECK(r->trial_count <= 14);
+    batchfit_result_free(r);
 }
 
 TEST(search_peer_strategies_behave_as_named)
