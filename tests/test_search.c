@@ -11,6 +11,7 @@ typedef struct curve_oracle {
     int report_peak;
     int report_need;            /* an out-of-memory trial needed at least the capacity (a kill) */
     double wander;              /* relative accounting wander, fixed per batch size (+-) */
+    double cold_start;          /* bytes the first trial reads on top (a cold cache) */
     uint64_t error_from; /* batches >= this end in an error; 0 = never */
     uint64_t tried[256];
     unsigned count;
@@ -37,6 +38,8 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         peak += o->jump_bytes;
     if (o->wander > 0.0)
         peak *= 1.0 + o->wander * ((double)(batch * 2654435761u % 1000) / 500.0 - 1.0);
+    if (o->count == 1)
+        peak += o->cold_start;
     if (peak > o->capacity) {
         t->outcome = BATCHFIT_OOM;
         t->peak_known = o->report_need;
@@ -322,6 +325,28 @@ TEST(search_model_widens_gradually_over_flat_points)
      * few: the killed trials say only that they needed the budget. */
     CHECK(r->oom_trials <= 5);
     CHECK(r->trial_count <= 14);
+    batchfit_result_free(r);
+}
+
+/* A PyTorch MLP trainer: 275 MiB of interpreter, weights and optimizer,
+ * 0.085 MiB a sample; its first run read 110 MiB more than any later one
+ * (a cold start). That reading is no scatter of the program: the search
+ * must neither take it for 110 MiB of noise (it stopped at about half the
+ * answer, as everything left looked like a coin toss) nor bend its line. */
+TEST(search_model_a_cold_first_trial_is_not_the_programs_scatter)
+{
+    curve_oracle c = killed_program(275, 0.085, 0, 475, 0.0005);
+    c.cold_start = 110 * 1048576.0;
+    uint64_t bisect = 0;
+    batchfit_result *r = NULL;
+    model_and_bisect(&c, 0.05, &bisect, &r);
+    CHECK(r != NULL);
+    CHECK_EQ(r->trials[0].batch, 1);
+    CHECK(r->trials[0].peak_bytes > (uint64_t)(380 * 1048576.0));
+    /* floor((475 * 0.95 / 1.05 - 275) / 0.085) = 1820, within the wander */
+    CHECK(bisect >= 1805 && bisect <= 1825);
+    CHECK(r->batch_size + 1 >= bisect);
+    CHECK(r->trial_count <= 8);
     batchfit_result_free(r);
 }
 
