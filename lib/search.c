@@ -52,6 +52,8 @@ typedef struct search {
     double spread;      /* the declared (or device default) spread: acceptance only */
     double aim;         /* where proposals aim: the threshold less the measured noise */
     double hi_need;     /* lower bound on what the trial at hi needed; 0 = unknown */
+    int hi_measured;    /* the trial at hi ran to the end: hi_need is its peak, not a bound */
+    int hi_first_measured; /* and the one before it at hi was stopped: a first reading there */
     unsigned misses;    /* consecutive rejected proposals of the model */
     int bracketed;      /* a trial was rejected: the bracket is finite */
     unsigned wasted;    /* rejections inside the bracket that did not halve it */
@@ -108,6 +110,16 @@ static int oracle_code(search *s, int orc, uint64_t batch)
     return BATCHFIT_OK;
 }
 
+/* A rejected trial at lattice index i becomes the bracket's upper end. */
+static void set_hi(search *s, int64_t i, const batchfit_trial *t)
+{
+    int before = s->hi_measured || s->hi == (int64_t)s->lattice.count;
+    s->hi = i;
+    s->hi_need = t->peak_known ? (double)t->peak_bytes : 0.0;
+    s->hi_measured = t->peak_known && (t->outcome == BATCHFIT_FITS || t->over_budget);
+    s->hi_first_measured = s->hi_measured && !before;
+}
+
 /* Judges, records, logs and reports a trial that ran at lattice index i;
  * with move set, moves the bracket by it. Returns BATCHFIT_OK or a code
  * that ends the search. */
@@ -138,8 +150,7 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
         if (i > s->lo)
             s->lo = i;
     } else if (i < s->hi) {
-        s->hi = i;
-        s->hi_need = t.peak_known ? (double)t.peak_bytes : 0.0;
+        set_hi(s, i, &t);
     }
     if (s->opts->progress &&
         s->opts->progress(s->result, &s->result->trials[s->result->trial_count - 1],
@@ -1082,7 +1093,10 @@ static void after_moves(search *s, int64_t before_lo, int64_t before_hi)
         s->lo_step = s->lo > before_lo && !halved ? s->lo - before_lo : 0;
         s->hi_step = s->hi < before_hi && !halved ? before_hi - s->hi : 0;
         s->lo_streak = s->lo_step ? s->lo_streak + 1 : 0;
-        s->hi_streak = s->hi_step ? s->hi_streak + 1 : 0;
+        /* A first reading at hi measured to the end (after readings that
+         * were only what stopped trials reached) places the crossing anew:
+         * how the bounds misplaced it says nothing about the estimate now. */
+        s->hi_streak = s->hi_step && !s->hi_first_measured ? s->hi_streak + 1 : 0;
     }
     s->bracketed = s->hi < (int64_t)s->lattice.count;
 }
@@ -1304,10 +1318,8 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
          * pass where a smaller one failed: the failure wins). */
         int64_t before_lo = s.lo, before_hi = s.hi;
         for (unsigned j = 0; j < n; j++)
-            if (!ts[j].accepted && props[j] < s.hi) {
-                s.hi = props[j];
-                s.hi_need = ts[j].peak_known ? (double)ts[j].peak_bytes : 0.0;
-            }
+            if (!ts[j].accepted && props[j] < s.hi)
+                set_hi(&s, props[j], &ts[j]);
         for (unsigned j = 0; j < n; j++)
             if (ts[j].accepted && props[j] > s.lo && props[j] < s.hi)
                 s.lo = props[j];

@@ -350,6 +350,33 @@ TEST(search_model_a_cold_first_trial_is_not_the_programs_scatter)
     batchfit_result_free(r);
 }
 
+/* A first guess three times too large on a child program killed at the
+ * budget (40 MiB + 300 KiB a sample): the failures above say only that
+ * they needed the budget, so the upper end creeps down on their estimates;
+ * the first peak measured to the end there places the crossing, and that
+ * estimate is run, not a doubled step from the creeping end (which ran the
+ * neighbour of the first fitting size: 10 trials). */
+TEST(search_model_a_first_measured_reading_at_hi_ends_the_creep)
+{
+    curve_oracle c = killed_program(40, 300.0 / 1024.0, 0, 290 * 0.95, 0.0005);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.first_guess = 2133;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = (uint64_t)c.capacity;
+    r->budget.peak_spread = 0.05;
+    CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_OK);
+    CHECK_EQ(r->trials[0].batch, 2133);
+    /* floor((275.5 * 0.95 / 1.05 - 40) * 1024 / 300) = 714, within the wander */
+    CHECK(r->batch_size >= 712 && r->batch_size <= 715);
+    CHECK(r->trial_count <= 7);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
 TEST(search_peer_strategies_behave_as_named)
 {
     batchfit_options o;
