@@ -40,6 +40,10 @@ static const oom_row builtin_rows[] = {
      "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
      "with shape[4096,4096]"},
     {"Python MemoryError", "(^|[^A-Za-z_])MemoryError\\b", "MemoryError: Unable to allocate 8.00 GiB"},
+    /* NumPy's subclass of MemoryError: its name does not end the word. */
+    {"NumPy MemoryError", "_ArrayMemoryError\\b",
+     "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 24.0 GiB for an array with "
+     "shape (524288, 6144) and data type float64"},
     {"C++ allocation failure", "std::bad_alloc",
      "terminate called after throwing an instance of 'std::bad_alloc'"},
     {"C library ENOMEM", "Cannot allocate memory", "mmap: Cannot allocate memory"},

@@ -23,6 +23,12 @@ TEST(oom_every_builtin_row_matches_its_example)
               "PyTorch CUDA allocator");
     CHECK_STR(batchfit__oom_match(t, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate"),
               "JAX / XLA");
+    /* NumPy's own exception (numpy 1.x and 2.x module paths). */
+    CHECK_STR(batchfit__oom_match(t, "numpy.core._exceptions._ArrayMemoryError: Unable to allocate "
+                                     "3.00 GiB for an array with shape (3, 1073741824)"),
+              "NumPy MemoryError");
+    CHECK_STR(batchfit__oom_match(t, "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 1.00 GiB"),
+              "NumPy MemoryError");
     CHECK_STR(batchfit__oom_match(t, "trainer: out of memory allocating 4096 bytes for x"),
               "CUDA C programs, generic");
     /* The plain-C family: each phrasing, beside its row's own example. */
