@@ -267,7 +267,6 @@ static unsigned collect_points(const search *s, double *x, double *y, double *lo
     return collect(s, READ_FITS, x, y, low);
 }
 
-
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
     while (b) {
