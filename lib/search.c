@@ -528,7 +528,10 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
      * WIDEN_AT_MOST times the top size a trial, unless all the top holds,
      * taken as growing with the batch, reaches further still. */
     double target = crossing(s, top_x, top_y + granule, steepest);
-    double widest = WIDEN_AT_MOST * top_x;
+    double largest = top_x;
+    if (s->lo >= 0 && (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) > largest)
+        largest = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+    double widest = WIDEN_AT_MOST * largest;
     if (target > widest) {
         double all = crossing(s, top_x, top_y + granule, all_grows);
         target = all > widest ? all : widest;
@@ -557,24 +560,27 @@ static double shown_scatter(const double *y, const double *low, unsigned n)
 
 /* A workspace jump moves the curve up, not its slope: two pairs of
  * neighbouring points with a jump between them still rise at the same
- * rate. Fitted with one slope and an intercept each, the largest residual
- * of the quietest two disjoint pairs is a scatter reading like a triple's,
- * which a jump between the pairs does not inflate (infinite with fewer
- * than four points). */
+ * rate. The top pair (the two points nearest the boundary, whose noise
+ * matters) and each disjoint pair below it, fitted with one slope and an
+ * intercept each: the largest residual of the quietest such fit is a
+ * scatter reading like a triple's, which a jump between the pairs does not
+ * inflate (infinite with fewer than four points). */
 static double parallel_pairs_residual(const double *x, const double *y, unsigned n)
 {
     double best = INFINITY;
-    for (unsigned i = 0; i + 3 < n; i++)
-        for (unsigned j = i + 2; j + 1 < n; j++) {
-            double da = x[i + 1] - x[i], db = x[j + 1] - x[j];
-            double sa = (y[i + 1] - y[i]) / da, sb = (y[j + 1] - y[j]) / db;
-            /* The least-squares common slope weighs each pair by its span squared. */
-            double common = (sa * da * da + sb * db * db) / (da * da + db * db);
-            double ra = 0.5 * fabs(sa - common) * da, rb = 0.5 * fabs(sb - common) * db;
-            double worst = ra > rb ? ra : rb;
-            if (worst < best)
-                best = worst;
-        }
+    if (n < 4)
+        return best;
+    unsigned j = n - 2;
+    double db = x[j + 1] - x[j], sb = (y[j + 1] - y[j]) / db;
+    for (unsigned i = 0; i + 1 < j; i++) {
+        double da = x[i + 1] - x[i], sa = (y[i + 1] - y[i]) / da;
+        /* The least-squares common slope weighs each pair by its span squared. */
+        double common = (sa * da * da + sb * db * db) / (da * da + db * db);
+        double ra = 0.5 * fabs(sa - common) * da, rb = 0.5 * fabs(sb - common) * db;
+        double worst = ra > rb ? ra : rb;
+        if (worst < best)
+            best = worst;
+    }
     return best;
 }
 
@@ -778,7 +784,11 @@ static int propose_model(search *s, int64_t *next)
      * between them still show the scatter, and so do two pairs of
      * neighbours with the jump between the pairs (they rise at one rate).
      * The quietest such triple or pair of pairs (with the shown scatter:
-     * re-runs and falls) refutes the prior as well. */
+     * re-runs and falls) refutes the prior as well. The price: the more
+     * points, the likelier one of them is quiet by chance (uniform noise of
+     * the prior's size: about one in three with four points, one in two
+     * with six), and such a program is then searched as a deterministic
+     * one; acceptance still holds every answer to the threshold. */
     if (!quiet && s->spread > 0.0 && n >= 3) {
         double best = INFINITY;
         for (unsigned i = 0; i + 2 < n; i++) {
@@ -787,7 +797,10 @@ static int propose_model(search *s, int64_t *next)
             if (local.valid && local.max_residual_bytes < best)
                 best = local.max_residual_bytes;
         }
-        double pairs = parallel_pairs_residual(x, y, n);
+        /* Held to a third of a triple's threshold: under noise of the
+         * prior's size one pair of pairs is that quiet about one time in
+         * ten, a triple at its own about one in six. */
+        double pairs = 3.0 * parallel_pairs_residual(x, y, n);
         if (pairs < best)
             best = pairs;
         double shown = shown_scatter(y, low, n);
@@ -980,7 +993,7 @@ static int propose_model(search *s, int64_t *next)
     /* The model says lo + 1 does not fit. Trust the line only where even
      * its pessimistic end (a granule of rounding and the scatter below it)
      * is over. */
-    if (certifiable && s->lo >= 0 && (lo_x == top_x || s->spread > 0.0)) {
+    if (certifiable && s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo))) {
         double predicted = top_y + slope * (next_x - top_x);
         if (predicted - tolerance > s->safe_budget)
             return 1;
@@ -1039,8 +1052,8 @@ static int propose(search *s, int64_t *next)
 
 static void final_fit(const search *s, batchfit_fit *fit)
 {
-    double x[MAX_POINTS], y[MAX_POINTS];
-    unsigned n = collect_points(s, x, y, NULL);
+    double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
+    unsigned n = drop_cold_start(s, x, y, low, collect_points(s, x, y, low));
     batchfit__fit_line(x, y, n, fit);
 }
 
@@ -1316,9 +1329,12 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
          * sizes only those below it count (under noise a larger size can
          * pass where a smaller one failed: the failure wins). */
         int64_t before_lo = s.lo, before_hi = s.hi;
+        int measured_before = s.hi_measured || s.hi == (int64_t)s.lattice.count;
         for (unsigned j = 0; j < n; j++)
             if (!ts[j].accepted && props[j] < s.hi)
                 set_hi(&s, props[j], &ts[j]);
+        /* Against hi as the round found it, whatever order its trials came in. */
+        s.hi_first_measured = s.hi_measured && !measured_before;
         for (unsigned j = 0; j < n; j++)
             if (ts[j].accepted && props[j] > s.lo && props[j] < s.hi)
                 s.lo = props[j];
