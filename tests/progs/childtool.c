@@ -9,7 +9,10 @@
  *                                write their pids, exit 0
  *   flood MIB                    write MIB MiB of text to stdout, exit 0
  *   alloc MIB [kill]             allocate and touch MIB MiB, hold it 100 ms, exit 0 (or
- *                                die by SIGKILL)
+ *                                hold it 1 s and die by SIGKILL: a killed process leaves
+ *                                no high-water mark to read, only the samples taken
+ *                                while it held the memory, which a loaded machine can
+ *                                delay past 100 ms)
  *   grow PER_SAMPLE_KIB [FIXED_KIB]  allocate FIXED + batch * PER_SAMPLE (batch from
  *                                BATCHFIT_BATCH_SIZE), print "out of memory" if malloc fails
  *   unchecked MIB                allocate 1 MiB blocks without checking, writing each
@@ -281,8 +284,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "childtool: out of memory\n");
             return 1;
         }
-        sleep_ms(100);
-        if (argc > 3 && strcmp(argv[3], "kill") == 0)
+        int killed = argc > 3 && strcmp(argv[3], "kill") == 0;
+        sleep_ms(killed ? 1000 : 100);
+        if (killed)
             raise(SIGKILL);
         free(p);
         return 0;
