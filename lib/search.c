@@ -604,6 +604,22 @@ static int continues_past_lo(const double *x, const double *y, unsigned n, doubl
     return fabs(y[il + 1] - line) <= resolvable * (1.0 + above / below);
 }
 
+/* Whether the reading at batch is only where a stopped trial got to: out
+ * of memory, not measured to the end, at no more than the budget and the
+ * little a watchdog's sampling lets a program overshoot it (2%). Such a
+ * reading is a lower bound that says nothing about the slope. */
+static int stopped_at_budget(const search *s, double batch)
+{
+    for (size_t t = 0; t < s->result->trial_count; t++) {
+        const batchfit_trial *tr = &s->result->trials[t];
+        if ((double)tr->batch == batch && tr->peak_known &&
+            !(tr->outcome == BATCHFIT_OOM && !tr->over_budget &&
+              (double)tr->peak_bytes <= 1.02 * s->budget))
+            return 0;
+    }
+    return 1;
+}
+
 static unsigned collect_failures(const search *s, double *x, double *y)
 {
     return collect(s, READ_FAILURES, x, y, NULL);
@@ -652,7 +668,7 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     unsigned m = collect_failures(s, fx, fy);
     for (unsigned k = 0; k < m; k++)
         if (fx[k] > xh) {
-            if (fy[k] - yh > resolvable) {
+            if (fy[k] - yh > resolvable && !stopped_at_budget(s, fx[k])) {
                 double above = (fy[k] - yh) / (fx[k] - xh);
                 if (above < flat)
                     flat = above;

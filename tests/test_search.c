@@ -12,6 +12,7 @@ typedef struct curve_oracle {
     int report_need;            /* an out-of-memory trial needed at least the capacity (a kill) */
     double wander;              /* relative accounting wander, fixed per batch size (+-) */
     double cold_start;          /* bytes the first trial reads on top (a cold cache) */
+    double overshoot;           /* a killed trial's need exceeds the capacity by this share */
     uint64_t error_from; /* batches >= this end in an error; 0 = never */
     uint64_t tried[256];
     unsigned count;
@@ -43,7 +44,7 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     if (peak > o->capacity) {
         t->outcome = BATCHFIT_OOM;
         t->peak_known = o->report_need;
-        t->peak_bytes = o->report_need ? (uint64_t)o->capacity : 0;
+        t->peak_bytes = o->report_need ? (uint64_t)(o->capacity * (1.0 + o->overshoot)) : 0;
         snprintf(t->message, sizeof t->message, "CUDA out of memory");
         return 0;
     }
@@ -350,6 +351,8 @@ TEST(search_model_a_cold_first_trial_is_not_the_programs_scatter)
     batchfit_result_free(r);
 }
 
+static void first_guess_search(curve_oracle *cp);
+
 /* A first guess three times too large on a child program killed at the
  * budget (40 MiB + 300 KiB a sample): the failures above say only that
  * they needed the budget, so the upper end creeps down on their estimates;
@@ -358,7 +361,20 @@ TEST(search_model_a_cold_first_trial_is_not_the_programs_scatter)
  * neighbour of the first fitting size: 10 trials). */
 TEST(search_model_a_first_measured_reading_at_hi_ends_the_creep)
 {
-    curve_oracle c = killed_program(40, 300.0 / 1024.0, 0, 290 * 0.95, 0.0005);
+    for (int variant = 0; variant < 2; variant++) {
+        curve_oracle c = killed_program(40, 300.0 / 1024.0, 0, 290 * 0.95, 0.0005);
+        /* The watchdog's sampling lets a killed trial overshoot the budget
+         * a little: 1.3% here, as on the real program. Its reading is still
+         * only where it was stopped; taken for a peak above the measured one
+         * at hi, it made a slope half the true one (10, then 7 trials). */
+        c.overshoot = variant ? 0.013 : 0.0;
+        first_guess_search(&c);
+    }
+}
+
+static void first_guess_search(curve_oracle *cp)
+{
+    curve_oracle c = *cp;
     batchfit_options o;
     batchfit_options_init(&o);
     o.first_guess = 2133;
@@ -372,7 +388,7 @@ TEST(search_model_a_first_measured_reading_at_hi_ends_the_creep)
     CHECK_EQ(r->trials[0].batch, 2133);
     /* floor((275.5 * 0.95 / 1.05 - 40) * 1024 / 300) = 714, within the wander */
     CHECK(r->batch_size >= 712 && r->batch_size <= 715);
-    CHECK(r->trial_count <= 7);
+    CHECK(r->trial_count <= 6);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
