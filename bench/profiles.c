@@ -328,6 +328,12 @@ uint64_t bench_case_peak_max(const bench_case *c, uint64_t batch)
     return (uint64_t)case_peak(c, batch, UNIT_TOP);
 }
 
+/* The acceptance threshold a search holds the case's peaks to. */
+static double case_threshold(const bench_case *c)
+{
+    return (double)c->budget * (1.0 - c->declared) / (1.0 + c->declared);
+}
+
 uint64_t bench_case_first_over_budget(const bench_case *c, uint64_t bound)
 {
     for (uint64_t batch = 1; batch <= bound; batch++)
@@ -338,7 +344,7 @@ uint64_t bench_case_first_over_budget(const bench_case *c, uint64_t bound)
 
 unsigned bench_case_draw_band(const bench_case *c, uint64_t bound)
 {
-    double threshold = (double)c->budget * (1.0 - c->declared) / (1.0 + c->declared);
+    double threshold = case_threshold(c);
     unsigned sizes = 0;
     for (uint64_t batch = 1; batch <= bound; batch++) {
         double low = case_peak(c, batch, UNIT_BOTTOM);
@@ -355,7 +361,7 @@ unsigned bench_case_draw_band(const bench_case *c, uint64_t bound)
 
 uint64_t bench_case_exact(const bench_case *c, uint64_t bound)
 {
-    double threshold = (double)c->budget * (1.0 - c->declared) / (1.0 + c->declared);
+    double threshold = case_threshold(c);
     uint64_t best = 0;
     for (uint64_t lo = 0, hi = bound + 1; hi - lo > 1;) {
         uint64_t mid = lo + (hi - lo) / 2;

@@ -110,13 +110,20 @@ static int oracle_code(search *s, int orc, uint64_t batch)
     return BATCHFIT_OK;
 }
 
+/* A trial whose peak was measured to its end (it finished, within the
+ * budget or over it), not only where it was stopped out of memory. */
+static int measured_to_the_end(const batchfit_trial *t)
+{
+    return t->peak_known && (t->outcome == BATCHFIT_FITS || t->over_budget);
+}
+
 /* A rejected trial at lattice index i becomes the bracket's upper end. */
 static void set_hi(search *s, int64_t i, const batchfit_trial *t)
 {
     int before = s->hi_measured || s->hi == (int64_t)s->lattice.count;
     s->hi = i;
     s->hi_need = t->peak_known ? (double)t->peak_bytes : 0.0;
-    s->hi_measured = t->peak_known && (t->outcome == BATCHFIT_FITS || t->over_budget);
+    s->hi_measured = measured_to_the_end(t);
     s->hi_first_measured = s->hi_measured && !before;
 }
 
@@ -267,6 +274,15 @@ static unsigned collect_points(const search *s, double *x, double *y, double *lo
     return collect(s, READ_FITS, x, y, low);
 }
 
+/* The index of batch among the sorted points x (n when it has none). */
+static unsigned index_of(const double *x, unsigned n, double batch)
+{
+    unsigned i = 0;
+    while (i < n && x[i] != batch)
+        i++;
+    return i;
+}
+
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
     while (b) {
@@ -301,9 +317,7 @@ static unsigned drop_cold_start(const search *s, double *x, double *y, double *l
     if (n < 3 || s->result->trial_count == 0)
         return n;
     const batchfit_trial *first = &s->result->trials[0];
-    unsigned j = 0;
-    while (j < n && x[j] != (double)first->batch)
-        j++;
+    unsigned j = index_of(x, n, (double)first->batch);
     if (j == n || !first->peak_known || (double)first->peak_bytes != y[j] || low[j] != y[j])
         return n;
     double granule = granule_of(y, n);
@@ -593,10 +607,7 @@ static double parallel_pairs_residual(const double *x, const double *y, unsigned
 static int continues_past_lo(const double *x, const double *y, unsigned n, double lo_x,
                              double resolvable)
 {
-    unsigned il = n;
-    for (unsigned i = 0; i < n; i++)
-        if (x[i] == lo_x)
-            il = i;
+    unsigned il = index_of(x, n, lo_x);
     if (il == n || il == 0 || il + 1 >= n)
         return 1;
     double below = x[il] - x[il - 1], above = x[il + 1] - x[il];
@@ -613,8 +624,7 @@ static int stopped_at_budget(const search *s, double batch)
     for (size_t t = 0; t < s->result->trial_count; t++) {
         const batchfit_trial *tr = &s->result->trials[t];
         if ((double)tr->batch == batch && tr->peak_known &&
-            !(tr->outcome == BATCHFIT_OOM && !tr->over_budget &&
-              (double)tr->peak_bytes <= 1.02 * s->budget))
+            (measured_to_the_end(tr) || (double)tr->peak_bytes > 1.02 * s->budget))
             return 0;
     }
     return 1;
@@ -647,10 +657,8 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     double xh = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
     double xm = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi - 1);
     double T = s->safe_budget;
-    int il = -1;
-    for (unsigned i = 0; i < n; i++)
-        if (x[i] == xl)
-            il = (int)i;
+    unsigned at = index_of(x, n, xl);
+    int il = at < n ? (int)at : -1;
     double yh = s->hi_need;
     if (il < 0 || !(yh > y[il]) || !(xh > xl)) {
         *next = propose_bisect(s);

@@ -54,20 +54,30 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     return 0;
 }
 
-/* Runs a search over [min, bound] with the oracle; the budget is the
- * capacity, so the largest fitting batch is floor((capacity - fixed) / per_sample). */
-static int search_in(batchfit_ctx *ctx, batchfit_options *o, uint64_t step_min,
-                     curve_oracle *oracle, batchfit_result **out)
+/* Runs a search over [min, bound] with the oracle under a budget and a
+ * declared spread. */
+static int search_under(batchfit_ctx *ctx, batchfit_options *o, uint64_t step_min,
+                        curve_oracle *oracle, double budget, double spread,
+                        batchfit_result **out)
 {
     batchfit_result *r = NULL;
     int rc = batchfit_decide(ctx, o, step_min, &r);
     if (rc == BATCHFIT_OK) {
         r->budget.known = 1;
-        r->budget.budget_bytes = (uint64_t)oracle->capacity;
+        r->budget.budget_bytes = (uint64_t)budget;
+        r->budget.peak_spread = spread;
         rc = batchfit_search(ctx, o, curve_trial, oracle, r);
     }
     *out = r;
     return rc;
+}
+
+/* Runs a search over [min, bound] with the oracle; the budget is the
+ * capacity, so the largest fitting batch is floor((capacity - fixed) / per_sample). */
+static int search_in(batchfit_ctx *ctx, batchfit_options *o, uint64_t step_min,
+                     curve_oracle *oracle, batchfit_result **out)
+{
+    return search_under(ctx, o, step_min, oracle, oracle->capacity, 0.0, out);
 }
 
 static int run_search(batchfit_options *o, uint64_t step_min, curve_oracle *oracle,
@@ -180,13 +190,9 @@ TEST(search_model_parallel_pairs_refute_the_prior_across_a_jump)
     uint64_t answers[2];
     for (int k = 0; k < 2; k++) {
         batchfit_result *r = NULL;
-        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
-        r->budget.known = 1;
-        r->budget.budget_bytes = 131e9;
-        r->budget.peak_spread = 0.05;
         o.strategy = k == 0 ? BATCHFIT_STRATEGY_MODEL : BATCHFIT_STRATEGY_BISECT;
         c.count = 0;
-        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_OK);
+        CHECK_EQ(search_under(ctx, &o, 0, &c, 131e9, 0.05, &r), BATCHFIT_OK);
         answers[k] = r->batch_size;
         if (k == 0)
             CHECK(r->trial_count <= 6);
@@ -211,12 +217,8 @@ static void model_and_bisect(curve_oracle *c, double spread, uint64_t *bisect,
     for (int k = 1; k >= 0; k--) {
         batchfit_result *r = NULL;
         o.strategy = k ? BATCHFIT_STRATEGY_BISECT : BATCHFIT_STRATEGY_MODEL;
-        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
-        r->budget.known = 1;
-        r->budget.budget_bytes = (uint64_t)c->capacity;
-        r->budget.peak_spread = spread;
         c->count = 0;
-        CHECK_EQ(batchfit_search(ctx, &o, curve_trial, c, r), BATCHFIT_OK);
+        CHECK_EQ(search_under(ctx, &o, 0, c, c->capacity, spread, &r), BATCHFIT_OK);
         if (k) {
             *bisect = r->batch_size;
             batchfit_result_free(r);
@@ -380,11 +382,7 @@ static void first_guess_search(curve_oracle *cp)
     o.first_guess = 2133;
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
-    r->budget.known = 1;
-    r->budget.budget_bytes = (uint64_t)c.capacity;
-    r->budget.peak_spread = 0.05;
-    CHECK_EQ(batchfit_search(ctx, &o, curve_trial, &c, r), BATCHFIT_OK);
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
     CHECK_EQ(r->trials[0].batch, 2133);
     /* floor((275.5 * 0.95 / 1.05 - 40) * 1024 / 300) = 714, within the wander */
     CHECK(r->batch_size >= 712 && r->batch_size <= 715);
