@@ -695,16 +695,16 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     double down = xh - (yh - T) / flat;
     /* The nearer end says more (fewer jumps can lie between); an estimate
      * that falls outside the bracket is refuted by the other end's trial
-     * (a jump lies between it and the crossing): take the other one; when
-     * both are refuted the crossing sits on a jump, which only bisection
-     * finds. */
+     * (a jump lies between it and the crossing): take the other one. When
+     * both put lo + 1 over the threshold, run it (it closes the bracket
+     * where it fails). Otherwise, both refuted, the crossing sits on a jump,
+     * or hi's reading is no higher than the threshold (a need the budget
+     * bounded: it places nothing), and only bisection finds it. */
     int64_t iu = index_floor_of(s, up), id = index_floor_of(s, down);
     int u_ok = iu > s->lo && iu < s->hi, d_ok = id > s->lo && id < s->hi;
     int64_t i;
     if (!u_ok && !d_ok)
-        i = iu <= s->lo && id <= s->lo ? s->lo + 1
-            : iu >= s->hi && id >= s->hi ? s->hi - 1
-                                         : propose_bisect(s);
+        i = iu <= s->lo && id <= s->lo ? s->lo + 1 : propose_bisect(s);
     else if (u_ok && (!d_ok || T - yl < yh - T))
         i = iu;
     else

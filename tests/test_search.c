@@ -331,6 +331,28 @@ TEST(search_model_widens_gradually_over_flat_points)
     batchfit_result_free(r);
 }
 
+/* Memory flat at 100 MiB up to batch 1000, then 1 MiB a sample; no spread
+ * declared, and a killed trial says only that it needed the budget. Such a
+ * reading at hi is no evidence of where the curve crosses: both estimates
+ * land on hi itself, and the search bisects (it ran hi - 1 after each
+ * halving: 30 trials, 18 out of memory; now 18, 6; bisection 20). */
+TEST(search_model_a_need_at_the_budget_does_not_creep_down_from_hi)
+{
+    curve_oracle c = killed_program(100, 1, 0, 3000, 0.0);
+    c.flat_until = 1000;
+    uint64_t bisect = 0;
+    batchfit_result *r = NULL;
+    model_and_bisect(&c, 0.0, &bisect, &r);
+    CHECK(r != NULL);
+    CHECK_EQ(bisect, 3900);
+    CHECK_EQ(r->batch_size, 3900);
+    for (size_t i = 1; i < r->trial_count; i++)
+        CHECK(r->trials[i].batch + 1 != r->trials[i - 1].batch || r->trials[i - 1].accepted);
+    CHECK(r->trial_count <= 18);
+    CHECK(r->oom_trials <= 6);
+    batchfit_result_free(r);
+}
+
 /* A PyTorch MLP trainer: 275 MiB of interpreter, weights and optimizer,
  * 0.085 MiB a sample; its first run read 110 MiB more than any later one
  * (a cold start). That reading is no scatter of the program: the search
