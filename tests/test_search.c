@@ -206,27 +206,33 @@ TEST(search_model_parallel_pairs_refute_the_prior_across_a_jump)
 
 /* Runs the model and bisection on the oracle under a declared spread and
  * the capacity as the budget (a child killed at the budget: its need is at
- * least that): the model's result in *model, bisection's answer in *bisect. */
-static void model_and_bisect(curve_oracle *c, double spread, uint64_t *bisect,
-                             batchfit_result **model)
+ * least that): returns the model's result (NULL, the test failed, where a
+ * search failed); bisection's answer in *bisect. */
+static batchfit_result *model_and_bisect(curve_oracle *c, double spread, uint64_t *bisect)
 {
     batchfit_options o;
     batchfit_options_init(&o);
     batchfit_ctx *ctx = test_ctx(NULL);
-    *model = NULL;
+    batchfit_result *model = NULL;
     for (int k = 1; k >= 0; k--) {
         batchfit_result *r = NULL;
         o.strategy = k ? BATCHFIT_STRATEGY_BISECT : BATCHFIT_STRATEGY_MODEL;
         c->count = 0;
-        CHECK_EQ(search_under(ctx, &o, 0, c, c->capacity, spread, &r), BATCHFIT_OK);
+        int rc = search_under(ctx, &o, 0, c, c->capacity, spread, &r);
+        if (rc != BATCHFIT_OK) {
+            test_fail(__FILE__, __LINE__, "search (strategy %d) returned %d", (int)o.strategy, rc);
+            batchfit_result_free(r);
+            break;
+        }
         if (k) {
             *bisect = r->batch_size;
             batchfit_result_free(r);
         } else {
-            *model = r;
+            model = r;
         }
     }
     batchfit_ctx_free(ctx);
+    return model;
 }
 
 /* A child program killed at the budget: fixed + per_sample a sample (in
@@ -256,8 +262,7 @@ TEST(search_model_does_not_stop_on_a_line_across_a_jump_above_lo)
 {
     curve_oracle c = killed_program(21.5, 200.0 / 1024.0, 60, 152, 0.0);
     uint64_t bisect = 0;
-    batchfit_result *r = NULL;
-    model_and_bisect(&c, 0.05, &bisect, &r);
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
     CHECK(r != NULL);
     CHECK_EQ(bisect, 299);
     CHECK_EQ(r->batch_size, 299);
@@ -273,8 +278,7 @@ TEST(search_model_a_creeping_end_hands_over_to_bisection)
 {
     curve_oracle c = killed_program(30, 0.5, 100, 285, 0.001);
     uint64_t bisect = 0;
-    batchfit_result *r = NULL;
-    model_and_bisect(&c, 0.05, &bisect, &r);
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
     CHECK(r != NULL);
     CHECK_EQ(bisect, 299);
     CHECK_EQ(r->batch_size, 299);
@@ -305,8 +309,7 @@ TEST(search_model_widens_gradually_over_flat_points)
     curve_oracle c = killed_program(30, 2, 0, 285, 0.001);
     c.flat_until = 200;
     uint64_t bisect = 0;
-    batchfit_result *r = NULL;
-    model_and_bisect(&c, 0.05, &bisect, &r);
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
     CHECK(r != NULL);
     CHECK_EQ(r->batch_size, bisect);
     /* At most eightfold, or as far as all the largest size's memory, taken
@@ -341,8 +344,7 @@ TEST(search_model_a_need_at_the_budget_does_not_creep_down_from_hi)
     curve_oracle c = killed_program(100, 1, 0, 3000, 0.0);
     c.flat_until = 1000;
     uint64_t bisect = 0;
-    batchfit_result *r = NULL;
-    model_and_bisect(&c, 0.0, &bisect, &r);
+    batchfit_result *r = model_and_bisect(&c, 0.0, &bisect);
     CHECK(r != NULL);
     CHECK_EQ(bisect, 3900);
     CHECK_EQ(r->batch_size, 3900);
@@ -363,8 +365,7 @@ TEST(search_model_a_cold_first_trial_is_not_the_programs_scatter)
     curve_oracle c = killed_program(275, 0.085, 0, 475, 0.0005);
     c.cold_start = 110 * 1048576.0;
     uint64_t bisect = 0;
-    batchfit_result *r = NULL;
-    model_and_bisect(&c, 0.05, &bisect, &r);
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
     CHECK(r != NULL);
     CHECK_EQ(r->trials[0].batch, 1);
     CHECK(r->trials[0].peak_bytes > (uint64_t)(380 * 1048576.0));
