@@ -615,6 +615,32 @@ static int continues_past_lo(const double *x, const double *y, unsigned n, doubl
     return fabs(y[il + 1] - line) <= resolvable * (1.0 + above / below);
 }
 
+/* The line's value at next_x, the size after lo, for the rules that stop
+ * on it. A bend below the points (memory flat, then rising) makes the
+ * least-squares slope too flat, and taken back from a rejected point above
+ * lo it put lo + 1 over the threshold seven sizes early. So where quiet
+ * points have refuted the prior and the top three points are quiet on
+ * their own (a residual under quiet_below; 0: not quiet) but rise faster
+ * than the fit, their slope from lo's own reading counts too, and the
+ * lower value is taken. Only the top three: any quiet triple would make
+ * every noisy program whose prior was refuted by chance run on. */
+static double line_at_next(const double *x, const double *y, unsigned n, double lo_x,
+                           double next_x, double top_x, double top_y, double slope, double quiet_below)
+{
+    double at = top_y + slope * (next_x - top_x);
+    unsigned il = index_of(x, n, lo_x);
+    if (quiet_below > 0.0 && n >= 3 && lo_x < top_x && il < n) {
+        batchfit_fit top3;
+        batchfit__fit_line(x + n - 3, y + n - 3, 3, &top3);
+        if (top3.valid && top3.max_residual_bytes < quiet_below && top3.bytes_per_sample > slope) {
+            double local = y[il] + top3.bytes_per_sample * (next_x - lo_x);
+            if (local < at)
+                at = local;
+        }
+    }
+    return at;
+}
+
 /* Whether the reading at batch is only where a stopped trial got to: out
  * of memory, not measured to the end, at no more than the budget and the
  * little a watchdog's sampling lets a program overshoot it (2%). Such a
@@ -889,7 +915,7 @@ static int propose_model(search *s, int64_t *next)
         continues_past_lo(x, y, n, lo_x, (declared > noise ? declared : noise) + granule);
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
-        double predicted = top_y + slope * (next_x - top_x);
+        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, quiet ? 0.1 * prior : 0.0);
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
         if (certifiable && predicted - tolerance > s->safe_budget)
@@ -915,7 +941,8 @@ static int propose_model(search *s, int64_t *next)
     }
     if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
         if (certifiable && slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
-            top_y + slope * (next_x - top_x) - tolerance > s->safe_budget)
+            line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, quiet ? 0.1 * prior : 0.0) - tolerance >
+                s->safe_budget)
             return 1;
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
             return 1;
@@ -1018,7 +1045,7 @@ static int propose_model(search *s, int64_t *next)
      * its pessimistic end (a granule of rounding and the scatter below it)
      * is over. */
     if (certifiable && s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo))) {
-        double predicted = top_y + slope * (next_x - top_x);
+        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, quiet ? 0.1 * prior : 0.0);
         if (predicted - tolerance > s->safe_budget)
             return 1;
     }

@@ -235,6 +235,22 @@ static batchfit_result *model_and_bisect(curve_oracle *c, double spread, uint64_
     return model;
 }
 
+/* model_and_bisect where both must find `expected`: the model's result, or
+ * NULL (the test failed) where either did not. */
+static batchfit_result *both_find(curve_oracle *c, double spread, uint64_t expected)
+{
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(c, spread, &bisect);
+    if (r && (bisect != expected || r->batch_size != expected)) {
+        test_fail(__FILE__, __LINE__, "expected %llu: bisection found %llu, the model %llu",
+                  (unsigned long long)expected, (unsigned long long)bisect,
+                  (unsigned long long)r->batch_size);
+        batchfit_result_free(r);
+        r = NULL;
+    }
+    return r;
+}
+
 /* A child program killed at the budget: fixed + per_sample a sample (in
  * MiB), a workspace of jump MiB from batch 300 on, the capacity in MiB. */
 static curve_oracle killed_program(double fixed, double per_sample, double jump, double capacity,
@@ -252,6 +268,16 @@ static curve_oracle killed_program(double fixed, double per_sample, double jump,
     return c;
 }
 
+/* The same, its memory flat up to batch flat_until (a preallocated pool),
+ * per_sample a sample beyond. */
+static curve_oracle flat_then_linear(double fixed, double per_sample, double flat_until,
+                                     double capacity, double wander)
+{
+    curve_oracle c = killed_program(fixed, per_sample, 0, capacity, wander);
+    c.flat_until = flat_until;
+    return c;
+}
+
 /* A workspace appears at batch 300 (a C program: 21.5 MiB + 200 KiB a
  * sample + 60 MiB from 300 on), under the host's 5% spread. The search
  * runs sizes past the jump that finish over the threshold; the line
@@ -261,11 +287,8 @@ static curve_oracle killed_program(double fixed, double per_sample, double jump,
 TEST(search_model_does_not_stop_on_a_line_across_a_jump_above_lo)
 {
     curve_oracle c = killed_program(21.5, 200.0 / 1024.0, 60, 152, 0.0);
-    uint64_t bisect = 0;
-    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    batchfit_result *r = both_find(&c, 0.05, 299);
     CHECK(r != NULL);
-    CHECK_EQ(bisect, 299);
-    CHECK_EQ(r->batch_size, 299);
     CHECK(r->trial_count <= 14);
     batchfit_result_free(r);
 }
@@ -277,11 +300,8 @@ TEST(search_model_does_not_stop_on_a_line_across_a_jump_above_lo)
 TEST(search_model_a_creeping_end_hands_over_to_bisection)
 {
     curve_oracle c = killed_program(30, 0.5, 100, 285, 0.001);
-    uint64_t bisect = 0;
-    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    batchfit_result *r = both_find(&c, 0.05, 299);
     CHECK(r != NULL);
-    CHECK_EQ(bisect, 299);
-    CHECK_EQ(r->batch_size, 299);
     /* No trial one size above the largest accepted one while the bracket
      * was still wider than a few sizes. */
     uint64_t lo = 0, hi = UINT64_MAX;
@@ -306,8 +326,7 @@ TEST(search_model_a_creeping_end_hands_over_to_bisection)
  * out-of-memory trials). */
 TEST(search_model_widens_gradually_over_flat_points)
 {
-    curve_oracle c = killed_program(30, 2, 0, 285, 0.001);
-    c.flat_until = 200;
+    curve_oracle c = flat_then_linear(30, 2, 200, 285, 0.001);
     uint64_t bisect = 0;
     batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
     CHECK(r != NULL);
@@ -341,17 +360,31 @@ TEST(search_model_widens_gradually_over_flat_points)
  * halving: 30 trials, 18 out of memory; now 18, 6; bisection 20). */
 TEST(search_model_a_need_at_the_budget_does_not_creep_down_from_hi)
 {
-    curve_oracle c = killed_program(100, 1, 0, 3000, 0.0);
-    c.flat_until = 1000;
-    uint64_t bisect = 0;
-    batchfit_result *r = model_and_bisect(&c, 0.0, &bisect);
+    curve_oracle c = flat_then_linear(100, 1, 1000, 3000, 0.0);
+    batchfit_result *r = both_find(&c, 0.0, 3900);
     CHECK(r != NULL);
-    CHECK_EQ(bisect, 3900);
-    CHECK_EQ(r->batch_size, 3900);
     for (size_t i = 1; i < r->trial_count; i++)
         CHECK(r->trials[i].batch + 1 != r->trials[i - 1].batch || r->trials[i - 1].accepted);
     CHECK(r->trial_count <= 18);
     CHECK(r->oom_trials <= 6);
+    batchfit_result_free(r);
+}
+
+/* Memory flat at 64 MiB up to batch 25, then 0.5 MiB a sample, with no
+ * wander; budget 88 MiB under the host's 5% spread (threshold 79.6 MiB).
+ * The flat points refute the declared prior (no scatter at all), and the
+ * least-squares slope through the bend (0.3 MiB a sample), taken back
+ * from the rejected 67, put 50 over the threshold: the search stopped at
+ * 49, bisection's answer being 56. The top three points, quiet on their
+ * own, rise at the curve's rate from lo's reading. */
+TEST(search_model_a_bend_is_not_a_line_once_the_points_are_quiet)
+{
+    curve_oracle c = flat_then_linear(64, 0.5, 25, 88, 0.0);
+    /* floor(25 + (88 * 0.95 / 1.05 - 64) / 0.5) */
+    batchfit_result *r = both_find(&c, 0.05, 56);
+    CHECK(r != NULL);
+    /* Nine of them widen over the flat points (at most eightfold a step). */
+    CHECK(r->trial_count <= 12);
     batchfit_result_free(r);
 }
 
