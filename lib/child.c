@@ -1028,11 +1028,13 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     }
     if (d->signal == SIGKILL) {
         trial->outcome = BATCHFIT_OOM;
-        /* It needed at least what it held: the peak above, kernel high-water
-         * marks included. Not the samples alone: a cgroup's memory.stat
-         * trails by the per-CPU charges not yet folded in (12 KiB short of a
-         * 48 MiB block held for a second, seen under load), and a killed
-         * trial is read at its bound, where that matters. */
+        /* It needed at least what it held: the peak above, in the budget's
+         * terms (on GPUs the device's peak; on the host the kernel's
+         * high-water marks included). Not the host samples alone: a
+         * cgroup's memory.stat trails by the per-CPU charges not yet folded
+         * in (12 KiB short of a 48 MiB block held for a second, seen under
+         * load), and a killed trial is read at its bound, where that
+         * matters. */
         snprintf(trial->message, sizeof trial->message,
                  "killed by SIGKILL (status 137): the out-of-memory killer or a memory limit");
         return;
