@@ -1,6 +1,7 @@
 /* Readers of the kernel's process and memory accounting under /proc:
  * MemTotal/MemAvailable, a process's own RSS and high-water mark (with
- * its reset through clear_refs), and the resident memory of a process tree. */
+ * its reset through clear_refs), and the resident memory of a process tree
+ * (of several processes: their proportional set sizes, shared pages once). */
 #include "internal.h"
 
 #include <ctype.h>
@@ -53,11 +54,11 @@ int batchfit__vmstat_oom_kills(uint64_t *count)
     return found ? 0 : -1;
 }
 
-/* A "Key:   N kB" line of /proc/PID/status. */
-static int status_kib(const char *pid, const char *key, uint64_t *bytes)
+/* A "Key:   N kB" line of /proc/PID/FILE (status, smaps_rollup). */
+static int proc_kib(const char *pid, const char *file, const char *key, uint64_t *bytes)
 {
     char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%s/status", pid);
+    snprintf(path, sizeof path, "/proc/%s/%s", pid, file);
     FILE *f = fopen(path, "re");
     if (!f)
         return -1;
@@ -76,19 +77,19 @@ static int status_kib(const char *pid, const char *key, uint64_t *bytes)
 
 int batchfit__self_rss(uint64_t *bytes)
 {
-    return status_kib("self", "VmRSS", bytes);
+    return proc_kib("self", "status", "VmRSS", bytes);
 }
 
 int batchfit__self_hwm(uint64_t *bytes)
 {
-    return status_kib("self", "VmHWM", bytes);
+    return proc_kib("self", "status", "VmHWM", bytes);
 }
 
 int batchfit__proc_hwm(long pid, uint64_t *bytes)
 {
     char text[32];
     snprintf(text, sizeof text, "%ld", pid);
-    return status_kib(text, "VmHWM", bytes);
+    return proc_kib(text, "status", "VmHWM", bytes);
 }
 
 int batchfit__self_hwm_reset(void)
@@ -296,13 +297,36 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     }
     uint64_t total = 0;
     long page = sysconf(_SC_PAGESIZE);
+    unsigned processes = 0;
     for (size_t i = 0; i < n; i++) {
         batchfit__proc_entry *x = &t->scan[i];
         if (resolve(t, n, x) != 1)
             continue;
         total += (uint64_t)x->rss_pages * (uint64_t)page;
+        processes++;
         if (!rc && !member_has(t, sorted, x->pid, x->start))
             rc = member_add(t, x->pid, x->start);
+    }
+    /* Several processes share pages: a forked worker (a DataLoader's) maps
+     * its parent's heap and libraries, and summed RSS counts them once per
+     * process (a PyTorch job with two workers read 621 MiB where it held
+     * 273). Their proportional set sizes add up to each page once. One
+     * process keeps the RSS: it is a counter read, where smaps_rollup walks
+     * the page tables. A process whose PSS cannot be read (gone since the
+     * walk) counts its RSS. */
+    if (processes > 1) {
+        total = 0;
+        for (size_t i = 0; i < n; i++) {
+            batchfit__proc_entry *x = &t->scan[i];
+            if (x->state != 1)
+                continue;
+            char text[32];
+            uint64_t pss = 0;
+            snprintf(text, sizeof text, "%ld", x->pid);
+            if (x->rss_pages == 0 || proc_kib(text, "smaps_rollup", "Pss", &pss) != 0)
+                pss = (uint64_t)x->rss_pages * (uint64_t)page;
+            total += pss;
+        }
     }
     if (t->count)
         qsort(t->member, t->count, sizeof *t->member, member_cmp);

@@ -456,6 +456,23 @@ TEST(child_killed_trial_reports_what_is_known)
     CHECK_EQ(t.process.watchdog_overshoot_bytes, t.peak_bytes - o.budget_bytes);
 }
 
+/* Without a cgroup, a tree of processes that share pages (forked workers
+ * and their parent's heap) counts each page once: 64 MiB shared by four
+ * processes read 256 MiB when their RSS was summed. */
+TEST(child_shared_pages_count_once_without_a_cgroup)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {tool(), "share", "64", "3", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.process.sampled_peak_bytes >= (UINT64_C(64) << 20));
+    CHECK(t.process.sampled_peak_bytes < (UINT64_C(128) << 20));
+    CHECK(t.peak_bytes < (UINT64_C(128) << 20));
+}
+
 /* #19: the overshoot of a trial the watchdog stopped is in the JSON. */
 TEST(child_watchdog_overshoot_is_in_the_json)
 {

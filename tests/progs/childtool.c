@@ -21,6 +21,9 @@
  *   args ...                     print each argument on its own line, exit 0
  *   sleepers N                   fork N children that wait, print "ready", read stdin
  *                                to its end, then kill and reap them and exit 0
+ *   share MIB N                  allocate and touch MIB MiB, fork N children that share it
+ *                                (as a DataLoader's workers share their parent's heap),
+ *                                hold it 500 ms with all of them alive, reap them, exit 0
  *   reserve MIB TOUCH_MIB        map MIB MiB of address space, touch TOUCH_MIB MiB of it,
  *                                hold it 100 ms, exit 0 ("out of memory" if the map fails)
  *   stream FILE MIB              write MIB MiB to FILE, sync it, drop it from the page cache,
@@ -355,6 +358,34 @@ int main(int argc, char **argv)
         for (long i = 0; i < made; i++)
             waitpid(pids[i], NULL, 0);
         free(pids);
+        return made == n ? 0 : 1;
+    }
+    if (strcmp(mode, "share") == 0 && argc > 3) {
+        char *p = touch_alloc((size_t)atol(argv[2]) << 20);
+        long n = atol(argv[3]);
+        int gate[2];
+        if (!p || pipe(gate) != 0)
+            return 1;
+        long made = 0;
+        for (; made < n; made++) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                /* Hold the shared pages until the parent closes the gate. */
+                char c;
+                close(gate[1]);
+                while (read(gate[0], &c, 1) > 0)
+                    ;
+                _exit(0);
+            }
+            if (pid < 0)
+                break;
+        }
+        close(gate[0]);
+        sleep_ms(500);
+        close(gate[1]);
+        while (wait(NULL) > 0)
+            ;
+        free(p);
         return made == n ? 0 : 1;
     }
     if (strcmp(mode, "reserve") == 0 && argc > 3) {
