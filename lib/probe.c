@@ -285,6 +285,42 @@ static int warn_small_request(batchfit_ctx *ctx, batchfit_result *result)
                                  100.0 * used / (double)b->budget_bytes, floor(would_fit));
 }
 
+/* An answer at the search's own upper limit (no requested maximum, no
+ * dataset size below it) is not where memory ran out: the largest size
+ * ran and fit. Memory that did not grow with the batch (a command that
+ * ignores {batch}, a launcher whose worker outlives it) reads that way
+ * too, so say so rather than hand a size of a million on as a finding. */
+static int warn_at_the_limit(batchfit_ctx *ctx, const batchfit_options *opts,
+                             batchfit_result *result)
+{
+    if (result->source != BATCHFIT_SOURCE_MEASURED || opts->requested_max ||
+        (opts->samples && opts->samples <= opts->upper_limit) ||
+        result->batch_size != result->upper_bound || result->upper_bound <= result->min_batch)
+        return BATCHFIT_OK;
+    uint64_t peak = 0;
+    for (size_t i = 0; i < result->trial_count; i++)
+        if (result->trials[i].batch == result->batch_size && result->trials[i].accepted)
+            peak = result->trials[i].peak_bytes;
+    char at[32], budget[32];
+    batchfit_format_bytes((double)peak, at, sizeof at);
+    batchfit_format_bytes((double)result->budget.budget_bytes, budget, sizeof budget);
+    return batchfit__result_warn(ctx, result,
+                                 "batch size %llu is the search's upper limit, not a memory "
+                                 "limit: it fit (peak %s of the %s budget); memory that does "
+                                 "not grow with the batch size reads this way (does the "
+                                 "command use {batch}?); set max_batch_size (--max) or the "
+                                 "dataset size (--samples) to bound it",
+                                 (unsigned long long)result->batch_size, at, budget);
+}
+
+/* What is worth saying once the search has its answer. */
+static int warn_after_search(batchfit_ctx *ctx, const batchfit_options *opts,
+                             batchfit_result *result)
+{
+    int rc = warn_small_request(ctx, result);
+    return rc ? rc : warn_at_the_limit(ctx, opts, result);
+}
+
 /* A round of trials on the probe's one device, one after another: the
  * rounds a search on identical devices would take, without their wall
  * time. */
@@ -323,7 +359,7 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
         if (began)
             src->end(src);
         if (rc == BATCHFIT_OK)
-            rc = warn_small_request(ctx, result);
+            rc = warn_after_search(ctx, opts, result);
     } else if (rc == BATCHFIT_OK) {
         unsigned k = src->round ? src->round_width : opts->parallel;
         rc = k > 1 ? batchfit__search_run_parallel(ctx, opts, k,
@@ -332,7 +368,7 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
                    : batchfit__search_run(ctx, opts, src->trial, src, result);
         src->end(src);
         if (rc == BATCHFIT_OK)
-            rc = warn_small_request(ctx, result);
+            rc = warn_after_search(ctx, opts, result);
     }
     if (result->budget.held_bytes || result->gpu_count)
         batchfit__device_release(device);

@@ -93,6 +93,35 @@ TEST(result_from_json_rejects_what_it_cannot_read)
     batchfit_ctx_free(ctx);
 }
 
+/* Memory that does not grow with the batch ends the search at its own
+ * upper limit: the answer says so instead of passing a million on as a
+ * finding; bounded by the dataset, the same answer needs no warning. */
+TEST(probe_warns_when_the_answer_is_the_search_limit)
+{
+    batchfit_ctx *ctx = NULL;
+    CHECK_EQ(batchfit_ctx_create(NULL, &ctx), BATCHFIT_OK);
+    const char *flat = "sim:capacity=8GiB,fixed=1GiB,per_sample=0";
+    batchfit_result *r = sim_probe(ctx, flat, 0);
+    CHECK(r != NULL);
+    CHECK_EQ(r->batch_size, BATCHFIT_DEFAULT_UPPER_LIMIT);
+    CHECK_EQ(r->warning_count, 1);
+    CHECK_CONTAINS(r->warnings[0], "batch size 1048576 is the search's upper limit, not a "
+                                   "memory limit: it fit (peak 1.00 GiB of the 5.70 GiB budget)");
+    batchfit_result_free(r);
+    batchfit_device *dev = NULL;
+    batchfit_options opts;
+    batchfit_options_init(&opts);
+    opts.samples = 5000;
+    CHECK_EQ(batchfit_device_open(ctx, flat, &dev), BATCHFIT_OK);
+    r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &opts, dev, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 5000);
+    CHECK_EQ(r->warning_count, 0);
+    batchfit_result_free(r);
+    batchfit_device_free(dev);
+    batchfit_ctx_free(ctx);
+}
+
 TEST(probe_warns_when_the_requested_maximum_uses_under_half)
 {
     batchfit_ctx *ctx = NULL;
