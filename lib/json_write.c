@@ -218,7 +218,7 @@ static void write_trial(writer *w, const batchfit_result *r, size_t index)
     u64_or_null(w, "exit_code", d && d->exited, d ? (uint64_t)d->exit_code : 0);
     u64_or_null(w, "signal", d && d->signal, d ? (uint64_t)d->signal : 0);
     if (t->peak_known)
-        u64(w, t->outcome == BATCHFIT_FITS ? "peak_bytes" : "needed_bytes_at_least",
+        u64(w, t->outcome == BATCHFIT_OOM ? "needed_bytes_at_least" : "peak_bytes",
             t->peak_bytes);
     else
         null(w, "peak_bytes");

@@ -206,8 +206,11 @@ static void read_trial(reader *r, const jt_value *t)
         bad(r, "outcome", "fits, oom or error");
     get_bool(r, t, "accepted", &trial.accepted);
     get_bool(r, t, "over_budget", &trial.over_budget);
-    get_u64(r, t, trial.outcome == BATCHFIT_FITS ? "peak_bytes" : "needed_bytes_at_least",
+    get_u64(r, t, trial.outcome == BATCHFIT_OOM ? "needed_bytes_at_least" : "peak_bytes",
             &trial.peak_bytes, &trial.peak_known);
+    /* Older results named a failed trial's peak needed_bytes_at_least. */
+    if (trial.outcome == BATCHFIT_ERROR && !trial.peak_known)
+        get_u64(r, t, "needed_bytes_at_least", &trial.peak_bytes, &trial.peak_known);
     get_double(r, t, "seconds", &trial.seconds);
     copy_string(r, t, "reason", trial.message, sizeof trial.message);
     /* Child-process details, when the trial was one. */

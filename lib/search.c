@@ -146,11 +146,23 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
                   batchfit_outcome_name(t.outcome),
                   t.outcome == BATCHFIT_FITS ? "peak" : "needed at least", peak, t.seconds,
                   t.message[0] ? ": " : "", t.message);
-    if (t.outcome == BATCHFIT_ERROR)
+    if (t.outcome == BATCHFIT_ERROR) {
+        /* The failed trial is reported like any other (the search ends
+         * here whatever the callback says), and the error says what had
+         * fit: the user's bug may lie only above it. */
+        if (s->opts->progress)
+            (void)s->opts->progress(s->result, &s->result->trials[s->result->trial_count - 1],
+                                    s->opts->progress_userdata);
+        char known[80] = "";
+        if (s->lo >= 0)
+            snprintf(known, sizeof known, " (batch size %llu fit before it)",
+                     (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo));
         return batchfit__fail(s->ctx, BATCHFIT_E_TRIAL_ERROR,
                               "the trial at batch size %llu failed with an error that is not "
-                              "out-of-memory: %s",
-                              (unsigned long long)t.batch, t.message[0] ? t.message : "(no message)");
+                              "out-of-memory%s: %s",
+                              (unsigned long long)t.batch, known,
+                              t.message[0] ? t.message : "(no message)");
+    }
     *tp = t;
     if (!move) {
     } else if (t.accepted) {

@@ -73,7 +73,7 @@ int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *user
         bracket(r, &fit, &fail);
         /* What is known of the trial's memory: its peak, a lower bound on
          * what it needed, or that it was stopped before either was seen. */
-        const char *measure = t->outcome == BATCHFIT_FITS || t->over_budget ? "peak"
+        const char *measure = t->outcome != BATCHFIT_OOM || t->over_budget ? "peak"
                               : t->peak_known ? "needed at least"
                                               : "need not measured";
         fprintf(stderr, "batchfit: trial %zu: batch %llu %s%s%s, %s%s%s, %.2f s  [fits <= %llu",

@@ -28,11 +28,6 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     o->count++;
     if (o->abort_after && (int)o->count > o->abort_after)
         return o->abort_code ? o->abort_code : BATCHFIT_E_ABORTED;
-    if (o->error_from && batch >= o->error_from) {
-        t->outcome = BATCHFIT_ERROR;
-        snprintf(t->message, sizeof t->message, "IndexError: list index out of range");
-        return 0;
-    }
     double grown = (double)batch > o->flat_until ? (double)batch - o->flat_until : 0.0;
     double peak = o->fixed + o->per_sample * grown;
     if (o->jump_bytes > 0.0 && (double)batch >= o->jump_at)
@@ -41,6 +36,14 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         peak *= 1.0 + o->wander * ((double)(batch * 2654435761u % 1000) / 500.0 - 1.0);
     if (o->count == 1)
         peak += o->cold_start;
+    if (o->error_from && batch >= o->error_from) {
+        /* A bug that ends the step once it ran: its peak is what it used. */
+        t->outcome = BATCHFIT_ERROR;
+        t->peak_known = o->report_peak;
+        t->peak_bytes = (uint64_t)peak;
+        snprintf(t->message, sizeof t->message, "IndexError: list index out of range");
+        return 0;
+    }
     if (peak > o->capacity) {
         t->outcome = BATCHFIT_OOM;
         t->peak_known = o->report_need;
@@ -536,6 +539,60 @@ TEST(search_stops_on_the_first_error)
         batchfit_result_free(r);
         batchfit_ctx_free(ctx);
     }
+}
+
+static int count_trials(const batchfit_result *r, const batchfit_trial *t, void *userdata)
+{
+    (void)r;
+    unsigned *seen = userdata;
+    seen[t->outcome == BATCHFIT_ERROR]++;
+    return 0;
+}
+
+/* A trial that fails above sizes that fit: the progress callback sees it
+ * like any other, and the error says what had fit before it. */
+TEST(search_error_above_a_fit_says_what_fit)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 1000;
+    unsigned seen[2] = {0, 0};
+    o.progress = count_trials;
+    o.progress_userdata = seen;
+    curve_oracle c = {0};
+    c.per_sample = 1e6;
+    c.capacity = 1e12;
+    c.report_peak = 1;
+    c.error_from = 300;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_in(ctx, &o, 0, &c, &r), BATCHFIT_E_TRIAL_ERROR);
+    CHECK(r->trial_count >= 2);
+    CHECK_EQ(seen[1], 1);
+    CHECK_EQ(seen[0], r->trial_count - 1);
+    uint64_t fit = 0;
+    for (size_t i = 0; i < r->trial_count; i++)
+        if (r->trials[i].accepted && r->trials[i].batch > fit)
+            fit = r->trials[i].batch;
+    CHECK(fit > 0 && fit < 300);
+    char expect[96];
+    snprintf(expect, sizeof expect, "out-of-memory (batch size %llu fit before it): IndexError",
+             (unsigned long long)fit);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), expect);
+    /* What the failed trial used is its peak in the JSON, not a need. */
+    const batchfit_trial *last = &r->trials[r->trial_count - 1];
+    CHECK(last->peak_known);
+    const char *json = NULL;
+    CHECK_EQ(batchfit_result_json(ctx, r, &json), BATCHFIT_OK);
+    CHECK(strstr(json, "needed_bytes_at_least") == NULL);
+    batchfit_result *back = NULL;
+    CHECK_EQ(batchfit_result_from_json(ctx, json, strlen(json), &back), BATCHFIT_OK);
+    CHECK_EQ(back->trials[back->trial_count - 1].outcome, BATCHFIT_ERROR);
+    CHECK(back->trials[back->trial_count - 1].peak_known);
+    CHECK_EQ(back->trials[back->trial_count - 1].peak_bytes, last->peak_bytes);
+    batchfit_result_free(back);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
 }
 
 TEST(search_minimum_does_not_fit)

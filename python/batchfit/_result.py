@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional, Union
 @dataclass(frozen=True)
 class Trial:
     """One trial: the batch it ran, how it ended (``"fits"``, ``"oom"``, ``"error"``), the peak
-    it used when it fitted (bytes) or what it needed at least when it ran out of memory."""
+    it used when it fitted or failed with an error (bytes) or what it needed at least when it
+    ran out of memory."""
     batch: int
     outcome: str
     accepted: bool
