@@ -516,6 +516,18 @@ TEST(search_respects_the_lattice)
     }
 }
 
+/* A megabyte a sample on a terabyte device, every size from error_from on
+ * ending in an error (its peak reported). */
+static curve_oracle erring_line(uint64_t error_from)
+{
+    curve_oracle c = {0};
+    c.per_sample = 1e6;
+    c.capacity = 1e12;
+    c.report_peak = 1;
+    c.error_from = error_from;
+    return c;
+}
+
 TEST(search_stops_on_the_first_error)
 {
     for (int s = 0; s < 5; s++) {
@@ -523,11 +535,7 @@ TEST(search_stops_on_the_first_error)
         batchfit_options_init(&o);
         o.strategy = (batchfit_strategy)s;
         o.requested_max = 1000;
-        curve_oracle c = {0};
-        c.per_sample = 1e6;
-        c.capacity = 1e12;
-        c.report_peak = 1;
-        c.error_from = 1;
+        curve_oracle c = erring_line(1);
         batchfit_ctx *ctx = test_ctx(NULL);
         batchfit_result *r = NULL;
         CHECK_EQ(search_in(ctx, &o, 0, &c, &r), BATCHFIT_E_TRIAL_ERROR);
@@ -559,11 +567,7 @@ TEST(search_error_above_a_fit_says_what_fit)
     unsigned seen[2] = {0, 0};
     o.progress = count_trials;
     o.progress_userdata = seen;
-    curve_oracle c = {0};
-    c.per_sample = 1e6;
-    c.capacity = 1e12;
-    c.report_peak = 1;
-    c.error_from = 300;
+    curve_oracle c = erring_line(300);
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_result *r = NULL;
     CHECK_EQ(search_in(ctx, &o, 0, &c, &r), BATCHFIT_E_TRIAL_ERROR);
