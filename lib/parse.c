@@ -233,11 +233,16 @@ int batchfit__parse_requested_size(const char *text, const char *what, uint64_t 
     }
     uint64_t value;
     int overflow;
-    if (parse_whole(text, &value, &overflow) != 0 || overflow || value > INT64_MAX) {
+    if (parse_whole(text, &value, &overflow) != 0) {
         batchfit__errf(err, err_len,
                        "%s: invalid value \"%s\": expected a positive integer, or 0, none, null "
                        "or empty for \"the device decides\"",
                        name, text);
+        return BATCHFIT_E_PARSE;
+    }
+    if (overflow || value > INT64_MAX) {
+        batchfit__errf(err, err_len, "%s: value \"%s\" is too large (at most %lld)", name, text,
+                       (long long)INT64_MAX);
         return BATCHFIT_E_PARSE;
     }
     *size_out = value;

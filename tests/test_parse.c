@@ -106,6 +106,10 @@ TEST(parse_requested_size_errors_quote_the_value)
         snprintf(quoted, sizeof quoted, "\"%s\"", bad[i]);
         CHECK_CONTAINS(err, quoted);
         CHECK_CONTAINS(err, "hyperparameters.json max_batch_size");
+        /* A number past the range says so, not that it is no integer. */
+        CHECK_CONTAINS(err, strcmp(bad[i], "99999999999999999999") == 0
+                                ? "is too large (at most 9223372036854775807)"
+                                : "expected a positive integer");
         CHECK_EQ(v, 5);
     }
 }
