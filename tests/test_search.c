@@ -391,6 +391,23 @@ TEST(search_model_a_bend_is_not_a_line_once_the_points_are_quiet)
     batchfit_result_free(r);
 }
 
+/* Memory flat at 90.5 MiB up to batch 368 (a pool), then 3.767 MiB a
+ * sample; a 1% spread declared and out-of-memory trials that say nothing of
+ * their need. The points' residuals about one line are the bend's, not
+ * noise (no size fell, none ran twice): read as scatter they made the band
+ * where sizes pass by the draw 300 MiB wide and the search stopped at 845,
+ * bisection's answer being 917. */
+TEST(search_model_a_bend_is_not_scatter)
+{
+    curve_oracle c = flat_then_linear(90.5, 3.767, 368, 2205.7, 0.0);
+    c.report_need = 0;
+    /* floor(368 + (2205.7 * 0.99 / 1.01 - 90.5) / 3.767) */
+    batchfit_result *r = both_find(&c, 0.01, 917);
+    CHECK(r != NULL);
+    CHECK(r->trial_count <= 8);
+    batchfit_result_free(r);
+}
+
 /* A PyTorch MLP trainer: 275 MiB of interpreter, weights and optimizer,
  * 0.085 MiB a sample; its first run read 110 MiB more than any later one
  * (a cold start). That reading is no scatter of the program: the search
