@@ -1227,12 +1227,32 @@ static int search_finish(search *s, int rc)
         if (s->budget_known)
             batchfit_format_bytes(s->budget, budget, sizeof budget);
         const batchfit_trial *last = &result->trials[result->trial_count - 1];
+        const batchfit_trial_process *d = &last->process;
+        /* A command that printed an out-of-memory line and still exited 0
+         * with little memory used may have recovered from it (a retry at a
+         * smaller size), or run out on a device this probe does not
+         * measure: say that rather than only "use a smaller model". */
+        char advice[320] = "; try a smaller model, gradient checkpointing, lower precision "
+                           "(mixed 16-bit), a smaller margin, or a larger device";
+        if (last->outcome == BATCHFIT_OOM && d->ran && d->exited && d->exit_code == 0 &&
+            d->oom_signature[0] && s->budget_known &&
+            (double)d->host_peak_bytes < 0.5 * s->budget) {
+            char used[48] = "";
+            if (d->host_peak_bytes) {
+                memcpy(used, " having used ", 14);
+                batchfit_format_bytes((double)d->host_peak_bytes, used + 13, sizeof used - 13);
+            }
+            snprintf(advice, sizeof advice,
+                     "; it printed an out-of-memory line yet exited 0%s: if it recovers from "
+                     "out-of-memory on its own, make it exit non-zero there; if it runs on a "
+                     "device this probe does not measure, name that device (--device)",
+                     used);
+        }
         return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
-                              "even the minimum batch size %llu does not fit in the budget (%s)%s%s; "
-                              "try a smaller model, gradient checkpointing, lower precision "
-                              "(mixed 16-bit), a smaller margin, or a larger device",
+                              "even the minimum batch size %llu does not fit in the budget "
+                              "(%s)%s%s%s",
                               (unsigned long long)result->min_batch, budget,
-                              last->message[0] ? ": " : "", last->message);
+                              last->message[0] ? ": " : "", last->message, advice);
     }
     return batchfit__fail(ctx, BATCHFIT_E_TRIAL_LIMIT,
                           "no batch size fitted within the limit of %u trials (smallest tried: "

@@ -417,7 +417,12 @@ TEST(cli_outcomes_and_exit_codes)
     } rows[] = {
         {{"exit", "0", NULL}, 0, "batch_size=1", "batch size 1"},
         {{"print", "torch.OutOfMemoryError: CUDA out of memory.", "1", NULL}, 3, "",
-         "does not fit"},
+         "does not fit in the budget (972.80 MiB): out of memory (PyTorch CUDA allocator): "
+         "torch.OutOfMemoryError: CUDA out of memory.; try a smaller model"},
+        /* The same line from a run that exited 0 having used next to nothing:
+         * a recovered OOM or another device, not "a smaller model". */
+        {{"print", "torch.OutOfMemoryError: CUDA out of memory.", "stdout", "0"}, 3, "",
+         "; it printed an out-of-memory line yet exited 0"},
         {{"print", "RESOURCE_EXHAUSTED: Out of memory while trying", "stdout", "0"}, 3, "",
          "JAX / XLA"},
         {{"signal", "kill", NULL}, 3, "", "SIGKILL"},
