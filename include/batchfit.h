@@ -531,7 +531,9 @@ typedef struct batchfit_options {
     const char *cache_key;
     /* Called after every trial with the result so far (trial is its last
      * entry; batchfit_result_json() may be called on it); a nonzero return
-     * aborts (BATCHFIT_E_ABORTED) after the step has been released. */
+     * aborts (BATCHFIT_E_ABORTED) after the step has been released. A trial
+     * that ended in an error is reported too, and ends the search whatever
+     * the return (BATCHFIT_E_TRIAL_ERROR). */
     int (*progress)(const batchfit_result *result, const batchfit_trial *trial, void *userdata);
     void *progress_userdata;
     /* Trials a round on identical devices (batchfit_search_parallel); 0 or

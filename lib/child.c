@@ -692,6 +692,9 @@ static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now
 static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
 {
     uint64_t now = 0, tree = 0, host = 0, hwm = 0;
+    /* With a cgroup its reading is the trial's; the walk only finds the
+     * members, and need not walk their page tables. */
+    r->tree.proportional = !r->cg.path[0];
     int rc = batchfit__proc_tree_rss(&r->tree, pid, &tree);
     if (rc > 0)
         return rc;

@@ -327,6 +327,10 @@ typedef struct batchfit__proc_tree {
     unsigned capacity;
     batchfit__proc_entry *scan;
     size_t scan_capacity;
+    /* Several processes are summed by proportional set size (smaps_rollup,
+     * a page-table walk); off where another reading (a cgroup's) is used
+     * and the sum only finds the members. On from init. */
+    int proportional;
 } batchfit__proc_tree;
 void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *a);
 /* Forgets the members, keeps the space (between trials). */
@@ -342,7 +346,8 @@ int batchfit__self_hwm_reset(void);
  * ru_maxrss, it excludes the image forked from its parent before exec. */
 int batchfit__proc_hwm(long pid, uint64_t *bytes);
 /* Sums the RSS of root, its descendants, our own reparented orphans and
- * every member already found, and adds the new ones. 0; -1 when /proc
+ * every member already found (several of them, with t->proportional: their
+ * proportional set sizes), and adds the new ones. 0; -1 when /proc
  * cannot be read; BATCHFIT_E_NO_MEMORY when the walk or the members cannot
  * grow (the sum and the members so far are kept). */
 int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes);

@@ -179,7 +179,7 @@ static void trials(plot *p, const batchfit_result *r)
                              strcmp(kind, "close") == 0 ? "fits, too close to the budget"
                              : strcmp(kind, "over") == 0 ? "over the budget"
                                                          : batchfit_outcome_name(t->outcome),
-                             t->outcome == BATCHFIT_FITS ? "peak" : "needed at least", peak,
+                             t->outcome == BATCHFIT_OOM ? "needed at least" : "peak", peak,
                              t->seconds);
         if (t->message[0]) {
             batchfit__buf_append(b, ": ", 2);

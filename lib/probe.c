@@ -293,24 +293,29 @@ static int warn_small_request(batchfit_ctx *ctx, batchfit_result *result)
 static int warn_at_the_limit(batchfit_ctx *ctx, const batchfit_options *opts,
                              batchfit_result *result)
 {
+    /* Across ranks, rank 0 searched and says it; the others ran trials. */
     if (result->source != BATCHFIT_SOURCE_MEASURED || opts->requested_max ||
         (opts->samples && opts->samples <= opts->upper_limit) ||
-        result->batch_size != result->upper_bound || result->upper_bound <= result->min_batch)
+        result->batch_size != result->upper_bound || result->upper_bound <= result->min_batch ||
+        (batchfit__ranks_active(opts) && opts->ranks->rank != 0))
         return BATCHFIT_OK;
-    uint64_t peak = 0;
-    for (size_t i = 0; i < result->trial_count; i++)
-        if (result->trials[i].batch == result->batch_size && result->trials[i].accepted)
-            peak = result->trials[i].peak_bytes;
-    char at[32], budget[32];
-    batchfit_format_bytes((double)peak, at, sizeof at);
-    batchfit_format_bytes((double)result->budget.budget_bytes, budget, sizeof budget);
+    char peak[96] = "";
+    for (size_t i = 0; i < result->trial_count; i++) {
+        const batchfit_trial *t = &result->trials[i];
+        if (t->batch == result->batch_size && t->accepted && t->peak_known) {
+            char at[32], budget[32];
+            batchfit_format_bytes((double)t->peak_bytes, at, sizeof at);
+            batchfit_format_bytes((double)result->budget.budget_bytes, budget, sizeof budget);
+            snprintf(peak, sizeof peak, " (peak %s of the %s budget)", at, budget);
+        }
+    }
     return batchfit__result_warn(ctx, result,
                                  "batch size %llu is the search's upper limit, not a memory "
-                                 "limit: it fit (peak %s of the %s budget); memory that does "
-                                 "not grow with the batch size reads this way (does the "
-                                 "command use {batch}?); set max_batch_size (--max) or the "
-                                 "dataset size (--samples) to bound it",
-                                 (unsigned long long)result->batch_size, at, budget);
+                                 "limit: it fit%s; memory that does not grow with the batch "
+                                 "size reads this way (does the command use {batch}?); set "
+                                 "max_batch_size (--max) or the dataset size (--samples) to "
+                                 "bound it",
+                                 (unsigned long long)result->batch_size, peak);
 }
 
 /* What is worth saying once the search has its answer. */

@@ -148,6 +148,7 @@ void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *
 {
     memset(t, 0, sizeof *t);
     t->allocator = a;
+    t->proportional = 1;
 }
 
 void batchfit__proc_tree_clear(batchfit__proc_tree *t)
@@ -314,7 +315,7 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
      * process keeps the RSS: it is a counter read, where smaps_rollup walks
      * the page tables. A process whose PSS cannot be read (gone since the
      * walk) counts its RSS. */
-    if (processes > 1) {
+    if (processes > 1 && t->proportional) {
         total = 0;
         for (size_t i = 0; i < n; i++) {
             batchfit__proc_entry *x = &t->scan[i];

@@ -144,7 +144,7 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
     batchfit__log(s->ctx, BATCHFIT_LOG_INFO, "trial %zu: batch %llu %s (%s %s, %.3f s)%s%s",
                   s->result->trial_count, (unsigned long long)t.batch,
                   batchfit_outcome_name(t.outcome),
-                  t.outcome == BATCHFIT_FITS ? "peak" : "needed at least", peak, t.seconds,
+                  t.outcome == BATCHFIT_OOM ? "needed at least" : "peak", peak, t.seconds,
                   t.message[0] ? ": " : "", t.message);
     if (t.outcome == BATCHFIT_ERROR) {
         /* The failed trial is reported like any other (the search ends
@@ -838,7 +838,8 @@ static int propose_model(search *s, int64_t *next)
      * three points that close to their line in about one case in six, four
      * points in about one in forty; a deterministic program (the kernel's
      * accounting wander, a few tenths of a percent) does so every time.
-     * Where the data show more scatter than declared, they win. */
+     * Where the data show more scatter than declared, they win: re-runs and
+     * falls, and residuals as far as those prove (see below). */
     double prior = 0.5 * declared;
     int quiet = scatter_known && measured < 0.1 * prior;
     /* A workspace jump between the points makes their residuals large on a
@@ -1234,13 +1235,16 @@ static int search_finish(search *s, int rc)
          * measure: say that rather than only "use a smaller model". */
         char advice[320] = "; try a smaller model, gradient checkpointing, lower precision "
                            "(mixed 16-bit), a smaller margin, or a larger device";
+        /* What it used in the budget's terms: on GPUs the device's peak. */
+        int on_gpu = result->gpu_count > 0;
+        uint64_t used_bytes = on_gpu ? d->device_peak_bytes : d->host_peak_bytes;
         if (last->outcome == BATCHFIT_OOM && d->ran && d->exited && d->exit_code == 0 &&
-            d->oom_signature[0] && s->budget_known &&
-            (double)d->host_peak_bytes < 0.5 * s->budget) {
+            d->oom_signature[0] && s->budget_known && (!on_gpu || d->device_peak_known) &&
+            (double)used_bytes < 0.5 * s->budget) {
             char used[48] = "";
-            if (d->host_peak_bytes) {
+            if (used_bytes) {
                 memcpy(used, " having used ", 14);
-                batchfit_format_bytes((double)d->host_peak_bytes, used + 13, sizeof used - 13);
+                batchfit_format_bytes((double)used_bytes, used + 13, sizeof used - 13);
             }
             snprintf(advice, sizeof advice,
                      "; it printed an out-of-memory line yet exited 0%s: if it recovers from "

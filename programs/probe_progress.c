@@ -73,9 +73,11 @@ int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *user
         bracket(r, &fit, &fail);
         /* What is known of the trial's memory: its peak, a lower bound on
          * what it needed, or that it was stopped before either was seen. */
-        const char *measure = t->outcome != BATCHFIT_OOM || t->over_budget ? "peak"
-                              : t->peak_known ? "needed at least"
-                                              : "need not measured";
+        const char *measure = t->outcome == BATCHFIT_FITS || t->over_budget ? "peak"
+                              : !t->peak_known ? (t->outcome == BATCHFIT_OOM ? "need not measured"
+                                                                             : "peak not measured")
+                              : t->outcome == BATCHFIT_OOM ? "needed at least"
+                                                           : "peak";
         fprintf(stderr, "batchfit: trial %zu: batch %llu %s%s%s, %s%s%s, %.2f s  [fits <= %llu",
                 r->trial_count, (unsigned long long)t->batch, color, what, reset, measure,
                 t->peak_known || t->outcome == BATCHFIT_FITS ? " " : "",
