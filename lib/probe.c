@@ -312,9 +312,10 @@ static int warn_at_the_limit(batchfit_ctx *ctx, const batchfit_options *opts,
     return batchfit__result_warn(ctx, result,
                                  "batch size %llu is the search's upper limit, not a memory "
                                  "limit: it fit%s; memory that does not grow with the batch "
-                                 "size reads this way (does the command use {batch}?); set "
-                                 "max_batch_size (--max) or the dataset size (--samples) to "
-                                 "bound it",
+                                 "size reads this way (does the command use {batch}, and is "
+                                 "its work done before it exits, not by a process it leaves "
+                                 "behind?); set max_batch_size (--max) or the dataset size "
+                                 "(--samples) to bound it",
                                  (unsigned long long)result->batch_size, peak);
 }
 
