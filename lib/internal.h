@@ -331,6 +331,7 @@ typedef struct batchfit__proc_tree {
      * a page-table walk); off where another reading (a cgroup's) is used
      * and the sum only finds the members. On from init. */
     int proportional;
+    int rollup; /* this kernel has smaps_rollup */
 } batchfit__proc_tree;
 void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *a);
 /* Forgets the members, keeps the space (between trials). */

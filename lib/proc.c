@@ -54,14 +54,16 @@ int batchfit__vmstat_oom_kills(uint64_t *count)
     return found ? 0 : -1;
 }
 
-/* A "Key:   N kB" line of /proc/PID/FILE (status, smaps_rollup). */
+/* A "Key:   N kB" line of /proc/PID/FILE (status, smaps_rollup). -1 with
+ * errno EACCES or EPERM where the file may not be read; -1 otherwise where
+ * the process is gone (or its memory map is: it is exiting). */
 static int proc_kib(const char *pid, const char *file, const char *key, uint64_t *bytes)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%s/%s", pid, file);
     FILE *f = fopen(path, "re");
     if (!f)
-        return -1;
+        return errno == EACCES || errno == EPERM ? -1 : (errno = ENOENT, -1);
     size_t klen = strlen(key);
     int found = -1;
     while (fgets(line, sizeof line, f)) {
@@ -72,6 +74,8 @@ static int proc_kib(const char *pid, const char *file, const char *key, uint64_t
         }
     }
     fclose(f);
+    if (found)
+        errno = ENOENT;
     return found;
 }
 
@@ -149,6 +153,9 @@ void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *
     memset(t, 0, sizeof *t);
     t->allocator = a;
     t->proportional = 1;
+    /* Without smaps_rollup (before Linux 4.14) every process would read as
+     * gone: RSS it is. */
+    t->rollup = access("/proc/self/smaps_rollup", R_OK) == 0;
 }
 
 void batchfit__proc_tree_clear(batchfit__proc_tree *t)
@@ -313,9 +320,13 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
      * process (a PyTorch job with two workers read 621 MiB where it held
      * 273). Their proportional set sizes add up to each page once. One
      * process keeps the RSS: it is a counter read, where smaps_rollup walks
-     * the page tables. A process whose PSS cannot be read (gone since the
-     * walk) counts its RSS. */
-    if (processes > 1 && t->proportional) {
+     * the page tables. A process whose PSS may not be read counts its RSS;
+     * one gone since the walk, or exiting (its map released, as a trial's
+     * workers are at its end: their RSS from the walk read 3 x 64 MiB of
+     * pages already freed or still shared), counts nothing. A task that
+     * shares its parent's memory map without being its thread (a vfork child before its exec, a leak
+     * checker's tracer) is read as a second map for as long as it lives. */
+    if (processes > 1 && t->proportional && t->rollup) {
         total = 0;
         for (size_t i = 0; i < n; i++) {
             batchfit__proc_entry *x = &t->scan[i];
@@ -324,8 +335,9 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
             char text[32];
             uint64_t pss = 0;
             snprintf(text, sizeof text, "%ld", x->pid);
-            if (x->rss_pages == 0 || proc_kib(text, "smaps_rollup", "Pss", &pss) != 0)
-                pss = (uint64_t)x->rss_pages * (uint64_t)page;
+            if (x->rss_pages && proc_kib(text, "smaps_rollup", "Pss", &pss) != 0)
+                pss = errno == EACCES || errno == EPERM ? (uint64_t)x->rss_pages * (uint64_t)page
+                                                        : 0;
             total += pss;
         }
     }
