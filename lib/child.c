@@ -1080,7 +1080,17 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
         return;
     }
     trial->outcome = BATCHFIT_ERROR;
-    snprintf(trial->message, sizeof trial->message, "exited with status %d", d->exit_code);
+    /* Under the virtual-memory cap, frameworks that reserve address space
+     * far beyond what they touch fail as they start ("failed to map
+     * segment"), not at the batch: say where to look. */
+    if (r->opts.enforce_address_space && r->opts.enforce_bytes)
+        snprintf(trial->message, sizeof trial->message,
+                 "exited with status %d under the virtual-memory cap (--enforce-address-space), "
+                 "which programs that reserve address space, as PyTorch and JAX do, may fail "
+                 "under at any batch size; try --enforce alone",
+                 d->exit_code);
+    else
+        snprintf(trial->message, sizeof trial->message, "exited with status %d", d->exit_code);
 }
 
 static void close_all(const int *fds, int n)

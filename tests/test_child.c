@@ -275,6 +275,14 @@ TEST(child_enforce_caps_memory)
     CHECK_EQ(trial(&o, unchecked, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.message, "counted as out of memory");
+    /* A plain failure under that cap says where to look: frameworks that
+     * reserve address space fail there at any batch size. */
+    const char *fails[] = {tool(), "exit", "1", NULL};
+    CHECK_EQ(trial(&o, fails, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_ERROR);
+    CHECK_CONTAINS(t.message, "exited with status 1 under the virtual-memory cap "
+                              "(--enforce-address-space)");
+    CHECK_CONTAINS(t.message, "try --enforce alone");
 
     /* Under a cgroup limit the kernel kills it. */
     batchfit_ctx *ctx = test_ctx(NULL);
