@@ -7,7 +7,7 @@ and the JSON are the library's. The API mirrors the trainer libraries it learned
                                          max_batch_size=batchfit.requested_batch_size(hp))
     print(result.batch_size)
 """
-from ._core import (REQUESTED_BATCH_SIZE, VRAM_LIMIT_GB_FLAG, VRAM_LIMIT_GB_HELP,
+from ._core import (REQUESTED_BATCH_SIZE, VRAM_LIMIT_GB_FLAG, VRAM_LIMIT_GB_HELP, PeakBytes,
                     add_vram_limit_argument, is_out_of_memory, limit_cuda_memory,
                     measure_batch_size, parse_size, probe_batch_size, probe_command,
                     requested_batch_size, resolve_vram_limit, version)
@@ -19,7 +19,8 @@ from ._result import Fit, Result, Trial
 __version__ = "0.1.0"
 
 __all__ = [
-    "REQUESTED_BATCH_SIZE", "VRAM_LIMIT_GB_FLAG", "VRAM_LIMIT_GB_HELP", "add_vram_limit_argument",
+    "REQUESTED_BATCH_SIZE", "VRAM_LIMIT_GB_FLAG", "VRAM_LIMIT_GB_HELP", "PeakBytes",
+    "add_vram_limit_argument",
     "is_out_of_memory", "limit_cuda_memory", "measure_batch_size", "parse_size",
     "probe_batch_size", "probe_command", "requested_batch_size", "resolve_vram_limit", "version",
     "Aborted", "BatchfitError", "DeviceError", "InvalidArgument", "MinimumDoesNotFit",

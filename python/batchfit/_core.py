@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import logging
+import operator
 import re
 import signal
 import sys
@@ -57,6 +58,39 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and bool(_OOM_TEXT.search(str(exc)))
 
 
+class PeakBytes(int):
+    """What a step's ``run(batch)`` returns to report the peak it measured itself, in bytes
+    (``return batchfit.PeakBytes(n)``). Any other return value (a loss, a count of correct
+    predictions) is ignored: taken as bytes, a count made a probe's answer 13 times too large."""
+
+    def __new__(cls, value: int) -> "PeakBytes":
+        n = operator.index(value)
+        if n < 0:
+            raise ValueError(f"PeakBytes: a peak cannot be negative: {n}")
+        return super().__new__(cls, n)
+
+
+# One in-process probe at a time: on the host the library measures this process (its high-water
+# RSS, reset before each trial), which two probes in two threads would share.
+_probe_lock = threading.Lock()
+_probe_owner: Optional[int] = None
+
+
+class _OneProbe:
+    def __enter__(self) -> None:
+        global _probe_owner
+        if _probe_owner == threading.get_ident():
+            raise error_for(1, "an in-process probe is already running in this thread (a step "
+                               "that starts a probe): the two would measure the same process")
+        _probe_lock.acquire()
+        _probe_owner = threading.get_ident()
+
+    def __exit__(self, *exc: Any) -> None:
+        global _probe_owner
+        _probe_owner = None
+        _probe_lock.release()
+
+
 class _Context:
     """A batchfit_ctx whose log goes to the ``batchfit`` logger."""
 
@@ -74,6 +108,11 @@ class _Context:
         try:
             log.log(_LOG_LEVELS.get(level, logging.INFO), "%s",
                     message.decode("utf-8", "replace"))
+        except KeyboardInterrupt:
+            # Never unwinds through C: the probe is asked to stop, and Python's own check
+            # raises it again once the library returns.
+            lib.batchfit_interrupt(int(signal.SIGINT))
+            signal.raise_signal(signal.SIGINT)
         except BaseException:  # a log line must never unwind through C
             pass
 
@@ -108,6 +147,8 @@ def parse_size(text: Size, what: str = "size") -> int:
     if isinstance(text, int):
         if text < 0:
             raise error_for(9, f"{what}: a size cannot be negative: {text}")
+        if text >= 2**64:
+            raise error_for(9, f"{what}: {text} bytes is too large (at most {2**64 - 1})")
         return text
     with _Context() as ctx:
         out = c_uint64()
@@ -222,9 +263,15 @@ def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Opti
 def _count(value: Optional[int], what: str, allow_none: bool = True) -> int:
     if value is None and allow_none:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    try:
+        n = None if isinstance(value, (bool, float)) else operator.index(value)  # numpy ints too
+    except TypeError:
+        n = None
+    if n is None or n < 0:
         raise error_for(1, f"{what}: expected a positive whole number, got {value!r}")
-    return value
+    if n >= 2**63:
+        raise error_for(1, f"{what}: {n} is too large (at most {2**63 - 1})")
+    return n
 
 
 class _Keep:
@@ -391,8 +438,8 @@ class _StepCall:
             if torch is not None:
                 torch.cuda.synchronize(index)
                 rep.peak_known, rep.peak_bytes = 1, int(torch.cuda.max_memory_reserved(index))
-            elif isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0:
-                rep.peak_known, rep.peak_bytes = 1, peak
+            elif isinstance(peak, PeakBytes) and 0 <= peak < 2**64:
+                rep.peak_known, rep.peak_bytes = 1, int(peak)
             return _lib.FITS
         except BaseException as exc:
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
@@ -460,6 +507,13 @@ def _raise_step_exception(exc: BaseException, result: Optional[Result]) -> None:
     the probe."""
     tb = exc.__traceback__
     traceback.clear_frames(tb)
+    # The exceptions it was raised from or during held the step in their frames too.
+    seen = {id(exc)}
+    chained = exc.__cause__ or exc.__context__
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        traceback.clear_frames(chained.__traceback__)
+        chained = chained.__cause__ or chained.__context__
     if result is not None and not isinstance(exc, KeyboardInterrupt):
         try:
             exc.batchfit_result = result  # type: ignore[attr-defined]
@@ -489,7 +543,7 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     """Finds the largest batch size whose step fits, by running it in this process.
 
     ``step_factory()`` makes a throwaway step: an object with ``run(batch)`` (one training step
-    at that batch size; it may return the peak bytes it measured itself), optionally
+    at that batch size; it may return ``PeakBytes(n)``, the peak it measured itself), optionally
     ``on_out_of_memory()`` (drop what a failed trial left), released by the library on every
     path through ``release()`` or the context-manager protocol. The library owns the order:
     check the device, hold the margin, build, search, release, free. Out of memory
@@ -506,7 +560,7 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
         raise error_for(1, "step_factory: expected a callable that returns a step")
     call = _StepCall(step_factory)
     keep = _Keep()
-    with _Context() as ctx:
+    with _OneProbe(), _Context() as ctx:
         opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
                         sample_count=sample_count, margin=margin, memory_budget=memory_budget,
                         lattice=lattice, strategy=strategy, max_trials=max_trials,
@@ -515,7 +569,8 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
                         no_device=no_device)
         step = _lib.Step()
         step.struct_size = ctypes.sizeof(step)
-        step.name = keep(name or getattr(step_factory, "__qualname__", None))
+        step.name = keep(None if name is None and not hasattr(step_factory, "__qualname__")
+                         else str(name if name is not None else step_factory.__qualname__))
         step.min_batch = 0
         # The callbacks live exactly as long as this frame's call into the library.
         step.build = _lib.BUILD_FN(call.build)
@@ -558,7 +613,7 @@ class _CallableStep:
 
 def probe_batch_size(run_batch: Callable[[int], Any], **kwargs: Any) -> Result:
     """``measure_batch_size`` for a plain callable, e.g. an inference pass: ``run_batch(batch)``
-    runs one batch (and may return the peak bytes it measured). Keyword arguments are
+    runs one batch (and may return ``PeakBytes(n)``, the peak it measured). Keyword arguments are
     ``measure_batch_size``'s."""
     if not callable(run_batch):
         raise error_for(1, "run_batch: expected a callable taking the batch size")

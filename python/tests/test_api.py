@@ -30,7 +30,7 @@ class LinearStep:
         need = self.fixed + self.per_sample * batch
         if need > self.limit:
             raise self.error(f"cannot allocate {need} bytes")
-        return need
+        return batchfit.PeakBytes(need)
 
     def on_out_of_memory(self):
         self.ooms += 1
@@ -444,3 +444,83 @@ def test_small_requested_maximum_warns_with_both_numbers():
     assert result.batch_size == 20
     assert result.warnings == ["max_batch_size=20 uses 27% of the budget; about 100 would fit "
                                "(by the fit, not measured)"]
+
+
+class CountingStep(LinearStep):
+    """Reports its peak as LinearStep does, but returns a count (of correct predictions, say)
+    the way training steps often do."""
+
+    def run(self, batch):
+        peak = super().run(batch)
+        self.last_peak = int(peak)
+        return batch // 2
+
+
+def test_only_peak_bytes_is_a_peak():
+    # A plain int is not bytes: taken as the peak, a count made the answer 13x too large.
+    # Here nothing else measures (the simulated device leaves an in-process step's peak to
+    # the step), so every trial reads 0 bytes, not half its batch.
+    counted = probe(lambda: CountingStep(limit=2**50), max_batch_size=1000)
+    assert any(t.batch >= 2 for t in counted.trials)
+    assert all(not t.peak_bytes for t in counted.trials)
+    reported = probe(lambda: LinearStep())
+    assert reported.batch_size == 90
+    assert all(t.peak_bytes for t in reported.trials if t.outcome == "fits")
+    with pytest.raises(ValueError):
+        batchfit.PeakBytes(-1)
+    assert batchfit.PeakBytes(7) == 7
+
+
+def test_counts_take_numpy_integers_and_refuse_64_bit_overflow():
+    np = pytest.importorskip("numpy")
+    result = probe(lambda: LinearStep(), max_batch_size=np.int64(64))
+    assert result.batch_size == 64
+    with pytest.raises(batchfit.InvalidArgument, match="too large"):
+        probe(lambda: LinearStep(), max_batch_size=2**64 + 64)
+    with pytest.raises(batchfit.ParseError, match="too large"):
+        probe(lambda: LinearStep(), memory_budget=2**64 + 2**30)
+
+
+def test_a_chained_exception_does_not_keep_the_step():
+    refs = []
+
+    class Wrapped(LinearStep):
+        def run(self, batch):
+            try:
+                raise KeyError("inner")
+            except KeyError as inner:
+                raise ValueError("outer") from inner
+
+    def factory():
+        step = Wrapped()
+        refs.append(weakref.ref(step))
+        return step
+
+    with pytest.raises(ValueError) as info:
+        probe(factory)
+    gc.collect()
+    assert info.value.__cause__ is not None
+    assert refs and refs[0]() is None
+
+
+def test_probes_in_two_threads_take_turns():
+    import threading
+    answers = {}
+
+    def run(key):
+        answers[key] = probe(lambda: LinearStep()).batch_size
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == {0: 90, 1: 90}
+
+    class Nested(LinearStep):
+        def run(self, batch):
+            probe(lambda: LinearStep())
+            return super().run(batch)
+
+    with pytest.raises(batchfit.InvalidArgument, match="already running in this thread"):
+        probe(lambda: Nested())
