@@ -144,6 +144,8 @@ def parse_size(text: Size, what: str = "size") -> int:
     an int is taken as bytes."""
     if isinstance(text, bool):
         raise error_for(9, f"{what}: expected a size, got {text!r}")
+    if isinstance(text, float) and text.is_integer():
+        text = int(text)  # 1.5e9 is a whole number of bytes
     if isinstance(text, int):
         if text < 0:
             raise error_for(9, f"{what}: a size cannot be negative: {text}")
@@ -255,6 +257,9 @@ def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Opti
             raise error_for(1, "margin: a margin of 100% leaves nothing to probe")
         opts.margin_fraction, opts.margin_bytes = frac.value, 0
     else:
+        if isinstance(margin, int) and not isinstance(margin, bool) and 0 < margin < 1024:
+            raise error_for(1, f"margin: {margin} would be {margin} bytes; give a fraction "
+                               f"(0.05), a percentage (\"5%\") or a size (\"{margin}MiB\")")
         opts.margin_bytes = parse_size(margin, "margin")
         if opts.margin_bytes == 0:
             opts.margin_fraction = 0.0
@@ -538,7 +543,7 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
                        vram_limit_gb: Union[float, str, None] = None,
                        peak_spread: Optional[float] = None, estimate: Optional[int] = None,
                        cache_key: Optional[str] = None, cache: bool = False,
-                       cache_dir: Optional[str] = None, no_device: str = "fallback",
+                       cache_dir: Optional[str] = None, no_device: Optional[str] = None,
                        name: Optional[str] = None) -> Result:
     """Finds the largest batch size whose step fits, by running it in this process.
 
@@ -554,8 +559,11 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     ``device`` is a spec as the CLI's ``--device`` (``"auto"``, ``"host"``, ``"cuda:0"``,
     ``"sim:..."``), ``memory_budget`` a size as ``--memory-budget`` (``"700MiB"``), ``margin`` a
     fraction (0.05), a percentage (``"5%"``) or a size, ``lattice`` ``"every"``,
-    ``"power_of_two"`` or a multiple. Library errors raise ``batchfit.BatchfitError``
-    subclasses (``MinimumDoesNotFit``, ``InvalidArgument``, ...) carrying the result."""
+    ``"power_of_two"`` or a multiple. ``no_device``: ``"fallback"`` (a default size, with a
+    warning, where no device is usable) or ``"error"`` (``NoDevice``); by default the fallback
+    for ``device="auto"`` and the error for a device named explicitly. Library errors raise
+    ``batchfit.BatchfitError`` subclasses (``MinimumDoesNotFit``, ``InvalidArgument``, ...)
+    carrying the result."""
     if not callable(step_factory):
         raise error_for(1, "step_factory: expected a callable that returns a step")
     call = _StepCall(step_factory)
@@ -566,7 +574,8 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
                         lattice=lattice, strategy=strategy, max_trials=max_trials,
                         vram_limit_gb=vram_limit_gb, peak_spread=peak_spread, estimate=estimate,
                         cache_key=cache_key, cache=cache, cache_dir=cache_dir,
-                        no_device=no_device)
+                        no_device=no_device if no_device is not None
+                        else "fallback" if device == "auto" else "error")
         step = _lib.Step()
         step.struct_size = ctypes.sizeof(step)
         step.name = keep(None if name is None and not hasattr(step_factory, "__qualname__")

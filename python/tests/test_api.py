@@ -235,11 +235,22 @@ def test_errors_carry_the_library_message():
 
 def test_no_usable_device_falls_back_with_a_warning_or_fails():
     result = probe(lambda: LinearStep(), device="sim:capacity=1GiB,unavailable=no driver",
-                   max_batch_size=24)
+                   max_batch_size=24, no_device="fallback")
     assert result.batch_size == 24 and any("no driver" in w for w in result.warnings)
+    # A device named explicitly and not usable is an error unless a fallback is asked for.
+    with pytest.raises(batchfit.NoDevice, match="no driver"):
+        probe(lambda: LinearStep(), device="sim:capacity=1GiB,unavailable=no driver")
     with pytest.raises(batchfit.NoDevice, match="no driver"):
         probe(lambda: LinearStep(), device="sim:capacity=1GiB,unavailable=no driver",
               no_device="error")
+
+
+def test_sizes_and_margins_say_what_they_mean():
+    # A whole float is a whole number of bytes; a small int margin is ambiguous.
+    result = probe(lambda: LinearStep(), memory_budget=150.0 * MIB)
+    assert result.batch_size == 90
+    with pytest.raises(batchfit.InvalidArgument, match="5 bytes.*0.05"):
+        probe(lambda: LinearStep(), margin=5)
 
 
 @pytest.mark.parametrize("hp, expected", [
