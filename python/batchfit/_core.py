@@ -91,6 +91,10 @@ class _OneProbe:
         _probe_lock.release()
 
 
+# A KeyboardInterrupt that landed in a log handler, raised again after the library returns.
+_log_interrupt = threading.local()
+
+
 class _Context:
     """A batchfit_ctx whose log goes to the ``batchfit`` logger."""
 
@@ -109,10 +113,10 @@ class _Context:
             log.log(_LOG_LEVELS.get(level, logging.INFO), "%s",
                     message.decode("utf-8", "replace"))
         except KeyboardInterrupt:
-            # Never unwinds through C: the probe is asked to stop, and Python's own check
-            # raises it again once the library returns.
+            # Never unwinds through C: the probe is asked to stop, and the interrupt is
+            # raised again once the library returns.
             lib.batchfit_interrupt(int(signal.SIGINT))
-            signal.raise_signal(signal.SIGINT)
+            _log_interrupt.pending = True
         except BaseException:  # a log line must never unwind through C
             pass
 
@@ -599,6 +603,10 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
             call.free()
     exc, call.exception = call.exception, None
     del call, step
+    if getattr(_log_interrupt, "pending", False):
+        _log_interrupt.pending = False
+        if exc is None:
+            exc = KeyboardInterrupt()
     if exc is not None:
         _raise_step_exception(exc, result)
     if rc != 0:

@@ -535,3 +535,25 @@ def test_probes_in_two_threads_take_turns():
 
     with pytest.raises(batchfit.InvalidArgument, match="already running in this thread"):
         probe(lambda: Nested())
+
+
+def test_ctrl_c_in_a_log_handler_stops_the_probe():
+    import logging
+
+    class Interrupting(logging.Handler):
+        def emit(self, record):
+            if "trial 2" in record.getMessage():
+                raise KeyboardInterrupt
+
+    logger = logging.getLogger("batchfit")
+    handler, level = Interrupting(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    steps = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            probe(lambda: steps.append(LinearStep()) or steps[-1])
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert steps and steps[0].released and len(steps[0].runs) <= 3
