@@ -324,8 +324,9 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
      * one gone since the walk, or exiting (its map released, as a trial's
      * workers are at its end: their RSS from the walk read 3 x 64 MiB of
      * pages already freed or still shared), counts nothing. A task that
-     * shares its parent's memory map without being its thread (a vfork child before its exec, a leak
-     * checker's tracer) is read as a second map for as long as it lives. */
+     * shares its parent's memory map without being its thread (a vfork
+     * child before its exec, a leak checker's tracer) is read as a second
+     * map for as long as it lives. */
     if (processes > 1 && t->proportional && t->rollup) {
         total = 0;
         for (size_t i = 0; i < n; i++) {

@@ -146,13 +146,13 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
                   batchfit_outcome_name(t.outcome),
                   t.outcome == BATCHFIT_OOM ? "needed at least" : "peak", peak, t.seconds,
                   t.message[0] ? ": " : "", t.message);
+    /* Every trial is reported, a failed one too (the search ends there
+     * whatever the callback says). */
+    int stop = s->opts->progress &&
+               s->opts->progress(s->result, &s->result->trials[s->result->trial_count - 1],
+                                 s->opts->progress_userdata) != 0;
     if (t.outcome == BATCHFIT_ERROR) {
-        /* The failed trial is reported like any other (the search ends
-         * here whatever the callback says), and the error says what had
-         * fit: the user's bug may lie only above it. */
-        if (s->opts->progress)
-            (void)s->opts->progress(s->result, &s->result->trials[s->result->trial_count - 1],
-                                    s->opts->progress_userdata);
+        /* The error says what had fit: the user's bug may lie only above it. */
         char known[80] = "";
         if (s->lo >= 0)
             snprintf(known, sizeof known, " (batch size %llu fit before it)",
@@ -171,9 +171,7 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
     } else if (i < s->hi) {
         set_hi(s, i, &t);
     }
-    if (s->opts->progress &&
-        s->opts->progress(s->result, &s->result->trials[s->result->trial_count - 1],
-                          s->opts->progress_userdata) != 0)
+    if (stop)
         return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED,
                               "the progress callback stopped the search after batch size %llu",
                               (unsigned long long)t.batch);
@@ -637,7 +635,8 @@ static int continues_past_lo(const double *x, const double *y, unsigned n, doubl
  * lower value is taken. Only the top three: any quiet triple would make
  * every noisy program whose prior was refuted by chance run on. */
 static double line_at_next(const double *x, const double *y, unsigned n, double lo_x,
-                           double next_x, double top_x, double top_y, double slope, double quiet_below)
+                           double next_x, double top_x, double top_y, double slope,
+                           double quiet_below)
 {
     double at = top_y + slope * (next_x - top_x);
     unsigned il = index_of(x, n, lo_x);
@@ -840,8 +839,8 @@ static int propose_model(search *s, int64_t *next)
      * accounting wander, a few tenths of a percent) does so every time.
      * Where the data show more scatter than declared, they win: re-runs and
      * falls, and residuals as far as those prove (see below). */
-    double prior = 0.5 * declared;
-    int quiet = scatter_known && measured < 0.1 * prior;
+    double prior = 0.5 * declared, quiet_below = 0.1 * prior;
+    int quiet = scatter_known && measured < quiet_below;
     /* A workspace jump between the points makes their residuals large on a
      * program with no scatter at all; three neighbouring points with no jump
      * between them still show the scatter, and so do two pairs of
@@ -869,7 +868,7 @@ static int propose_model(search *s, int64_t *next)
         double shown = shown_scatter(y, low, n);
         if (shown > best)
             best = shown;
-        if (best < 0.1 * prior) {
+        if (best < quiet_below) {
             quiet = 1;
             scatter_known = 1;
             measured = best;
@@ -886,6 +885,8 @@ static int propose_model(search *s, int64_t *next)
             measured = certain;
     }
     double scatter = quiet ? measured : (measured > prior ? measured : prior);
+    /* For line_at_next: the top three points count once the prior is refuted. */
+    double top3_quiet = quiet ? quiet_below : 0.0;
     double noise = s->spread > 0.0 ? (quiet ? measured : (2.0 * measured > declared ? 2.0 * measured : declared)) : 0.0;
     /* A line explains the points when they stray from it by no more than
      * rounding and the noise they were declared to carry. */
@@ -938,7 +939,7 @@ static int propose_model(search *s, int64_t *next)
         continues_past_lo(x, y, n, lo_x, (declared > noise ? declared : noise) + granule);
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
-        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, quiet ? 0.1 * prior : 0.0);
+        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
         if (certifiable && predicted - tolerance > s->safe_budget)
@@ -964,7 +965,7 @@ static int propose_model(search *s, int64_t *next)
     }
     if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
         if (certifiable && slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
-            line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, quiet ? 0.1 * prior : 0.0) - tolerance >
+            line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet) - tolerance >
                 s->safe_budget)
             return 1;
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
@@ -1068,7 +1069,7 @@ static int propose_model(search *s, int64_t *next)
      * its pessimistic end (a granule of rounding and the scatter below it)
      * is over. */
     if (certifiable && s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo))) {
-        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, quiet ? 0.1 * prior : 0.0);
+        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
         if (predicted - tolerance > s->safe_budget)
             return 1;
     }
@@ -1243,8 +1244,9 @@ static int search_finish(search *s, int rc)
             (double)used_bytes < 0.5 * s->budget) {
             char used[48] = "";
             if (used_bytes) {
-                memcpy(used, " having used ", 14);
-                batchfit_format_bytes((double)used_bytes, used + 13, sizeof used - 13);
+                char amount[32];
+                batchfit_format_bytes((double)used_bytes, amount, sizeof amount);
+                snprintf(used, sizeof used, " having used %s", amount);
             }
             snprintf(advice, sizeof advice,
                      "; it printed an out-of-memory line yet exited 0%s: if it recovers from "

@@ -46,6 +46,19 @@ static void bracket(const batchfit_result *r, uint64_t *fit, uint64_t *fail)
     }
 }
 
+/* What is known of a trial's memory: its peak (it ran to its end, fitting,
+ * over the budget or failing), a lower bound on what it needed (out of
+ * memory), or that it was stopped before either was seen. */
+static const char *measure_label(const batchfit_trial *t)
+{
+    if (t->outcome == BATCHFIT_FITS || t->over_budget)
+        return "peak";
+    int oom = t->outcome == BATCHFIT_OOM;
+    if (!t->peak_known)
+        return oom ? "need not measured" : "peak not measured";
+    return oom ? "needed at least" : "peak";
+}
+
 /* Called after every trial: one progress line, and the JSON rewritten. */
 int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *userdata)
 {
@@ -71,13 +84,7 @@ int probe_on_trial(const batchfit_result *r, const batchfit_trial *t, void *user
                                                          : batchfit_outcome_name(t->outcome);
         uint64_t fit, fail;
         bracket(r, &fit, &fail);
-        /* What is known of the trial's memory: its peak, a lower bound on
-         * what it needed, or that it was stopped before either was seen. */
-        const char *measure = t->outcome == BATCHFIT_FITS || t->over_budget ? "peak"
-                              : !t->peak_known ? (t->outcome == BATCHFIT_OOM ? "need not measured"
-                                                                             : "peak not measured")
-                              : t->outcome == BATCHFIT_OOM ? "needed at least"
-                                                           : "peak";
+        const char *measure = measure_label(t);
         fprintf(stderr, "batchfit: trial %zu: batch %llu %s%s%s, %s%s%s, %.2f s  [fits <= %llu",
                 r->trial_count, (unsigned long long)t->batch, color, what, reset, measure,
                 t->peak_known || t->outcome == BATCHFIT_FITS ? " " : "",

@@ -572,18 +572,19 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
         raise error_for(1, "step_factory: expected a callable that returns a step")
     call = _StepCall(step_factory)
     keep = _Keep()
+    if no_device is None:
+        no_device = "fallback" if device == "auto" else "error"
+    label = name if name is not None else getattr(step_factory, "__qualname__", None)
     with _OneProbe(), _Context() as ctx:
         opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
                         sample_count=sample_count, margin=margin, memory_budget=memory_budget,
                         lattice=lattice, strategy=strategy, max_trials=max_trials,
                         vram_limit_gb=vram_limit_gb, peak_spread=peak_spread, estimate=estimate,
                         cache_key=cache_key, cache=cache, cache_dir=cache_dir,
-                        no_device=no_device if no_device is not None
-                        else "fallback" if device == "auto" else "error")
+                        no_device=no_device)
         step = _lib.Step()
         step.struct_size = ctypes.sizeof(step)
-        step.name = keep(None if name is None and not hasattr(step_factory, "__qualname__")
-                         else str(name if name is not None else step_factory.__qualname__))
+        step.name = keep(None if label is None else str(label))
         step.min_batch = 0
         # The callbacks live exactly as long as this frame's call into the library.
         step.build = _lib.BUILD_FN(call.build)
