@@ -36,6 +36,9 @@
  * goes at most this many times the largest size that ran: one overshoot
  * then costs three halvings of the bracket, not a dozen. */
 #define WIDEN_AT_MOST 8.0
+/* How many times its own rise a line through the points may be carried to
+ * the threshold before the rise counts as noise (see propose_model). */
+#define EXTRAPOLATE_AT_MOST 64.0
 
 typedef struct search {
     batchfit_ctx *ctx;
@@ -54,6 +57,8 @@ typedef struct search {
     double hi_need;     /* lower bound on what the trial at hi needed; 0 = unknown */
     int hi_measured;    /* the trial at hi ran to the end: hi_need is its peak, not a bound */
     int hi_first_measured; /* and the one before it at hi was stopped: a first reading there */
+    int hi_stopped;     /* the trial at hi was stopped by the watchdog or killed for memory:
+                           hi_need is where it was when stopped, about the budget */
     unsigned misses;    /* consecutive rejected proposals of the model */
     int bracketed;      /* a trial was rejected: the bracket is finite */
     unsigned wasted;    /* rejections inside the bracket that did not halve it */
@@ -125,6 +130,8 @@ static void set_hi(search *s, int64_t i, const batchfit_trial *t)
     s->hi_need = t->peak_known ? (double)t->peak_bytes : 0.0;
     s->hi_measured = measured_to_the_end(t);
     s->hi_first_measured = s->hi_measured && !before;
+    s->hi_stopped = !s->hi_measured && t->process.ran &&
+                    (t->process.watchdog_stopped || t->process.oom_killed);
 }
 
 /* Judges, records, logs and reports a trial that ran at lattice index i;
@@ -305,13 +312,21 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 
 /* Allocators round peaks to a granule (CUDA's caching allocator to 2 MiB,
  * the kernel to pages); the measured peaks share it as a common divisor.
- * Predictions are only trusted beyond that rounding. */
+ * Predictions are only trusted beyond that rounding. Peaks that are all the
+ * same (memory flat over the points, a pool the batch has not outgrown)
+ * show no granule: their common divisor is the peak itself, and read as
+ * rounding it bounded the slope by the whole peak over the spacing, so the
+ * search crept over a flat run adding a size, two, four (18 trials to
+ * reach 32771). */
 static double granule_of(const double *y, unsigned n)
 {
     uint64_t g = 0;
-    for (unsigned i = 0; i < n; i++)
+    int differ = 0;
+    for (unsigned i = 0; i < n; i++) {
         g = gcd_u64(g, (uint64_t)y[i]);
-    return (double)g;
+        differ |= y[i] != y[0];
+    }
+    return differ ? (double)g : 0.0;
 }
 
 /* The first trial of a probe can read high for reasons the batch has no
@@ -514,7 +529,7 @@ static int64_t propose_without_points(const search *s)
  * is taken as growing with the batch, plus the noise it may hide. On a
  * line with an intercept at least the baseline that size still fits. */
 static int propose_slope_unknown(const search *s, const double *x, const double *y, unsigned n,
-                                 double noise, double granule, int64_t *next)
+                                 double noise, double granule, int prior_bounds, int64_t *next)
 {
     if (s->hi < (int64_t)s->lattice.count) {
         *next = propose_bisect(s);
@@ -550,18 +565,97 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
      * turn up beyond them (a buffer sized in steps of the batch, a pool
      * that runs out). Widen the spacing from what is known, at most
      * WIDEN_AT_MOST times the top size a trial, unless all the top holds,
-     * taken as growing with the batch, reaches further still. */
+     * taken as growing with the batch, reaches further still. Where the
+     * top rose above the point before it and the noise allowed for is the
+     * declared prior (no quiet points have shrunk it), the bound itself is
+     * the limit: a rise hidden in that band is the most the slope can be,
+     * and a deterministic program under the host's default 5% (a rise of
+     * 1% from batch 1 to 10) reached its boundary two trials later instead
+     * of three. Quiet flat points bound the slope by their own scatter,
+     * next to nothing, and that bound on a pool's flat run leapt a
+     * thousandfold: it stays capped. */
     double target = crossing(s, top_x, top_y + granule, steepest);
     double largest = top_x;
     if (s->lo >= 0 && (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) > largest)
         largest = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
     double widest = WIDEN_AT_MOST * largest;
-    if (target > widest) {
+    int rose = n >= 2 && top_y > y[n - 2];
+    /* No point below the top bounds the slope (quiet points at one level):
+     * the memory did not grow over them at all. Taking all of it as
+     * growing with the batch then only doubled the size each trial where
+     * the fixed part was half the threshold (22 trials over a pool's flat
+     * run); the full factor overshot a pool's edge five sizes away. Widen
+     * by the geometric middle of the two factors. */
+    if (n >= 2 && steepest == all_grows && target < widest)
+        target = largest * sqrt(target / largest * WIDEN_AT_MOST);
+    if (target > widest && !(prior_bounds && rose)) {
         double all = crossing(s, top_x, top_y + granule, all_grows);
         target = all > widest ? all : widest;
     }
     *next = clamp_inside(s, index_floor_of(s, target));
     return 0;
+}
+
+/* The scatter the residuals about a line show, as it would be at the level
+ * of the threshold. Memory's wander grows with the peak (page tables, slab,
+ * an allocator's caches scale with what is allocated), so a residual is
+ * read as a fraction of its own point's peak; and a point far out along the
+ * batch axis pulls the line through itself, so its residual understates
+ * the noise by sqrt(1 - h), h its leverage: one with h near 1 says nothing. */
+static double relative_scatter(const double *x, const double *y, unsigned n,
+                               const batchfit_fit *fit)
+{
+    if (!fit->valid || n < 3)
+        return 0.0;
+    double mean_x = 0.0, sxx = 0.0, worst = 0.0;
+    for (unsigned i = 0; i < n; i++)
+        mean_x += x[i] / n;
+    for (unsigned i = 0; i < n; i++)
+        sxx += (x[i] - mean_x) * (x[i] - mean_x);
+    for (unsigned i = 0; i < n; i++) {
+        double h = 1.0 / n + (x[i] - mean_x) * (x[i] - mean_x) / sxx;
+        if (h > 0.9 || !(y[i] > 0.0))
+            continue;
+        double r = fabs(y[i] - (fit->intercept_bytes + fit->bytes_per_sample * x[i]));
+        double rel = r / sqrt(1.0 - h) / y[i];
+        if (rel > worst)
+            worst = rel;
+    }
+    return worst;
+}
+
+/* Once quiet points have refuted the prior, the scatter that sets the aim
+ * and the coin-toss band is the one expected at the threshold, not where
+ * the points that showed it lie. Memory's wander grows with the peak, so
+ * the quiet residual, as a fraction of its points' peaks (rel), is carried
+ * up to the threshold, no further than the quiet cut there (quiet_rel, a
+ * fraction too: more would not have been quiet); a quiet triple of small
+ * sizes put the aim a twentieth of the wander below the threshold, and the
+ * crossing failed by the draw. And points within a tenth below lo, three or
+ * more, show the wander at the threshold directly: their own line's largest
+ * residual (the triple that refuted the prior, far below, says nothing of
+ * them), up to the quiet cut there too (beyond it a jump among them, not
+ * wander, is the likelier cause). */
+static double quiet_scatter_at_threshold(const search *s, const double *x, const double *y,
+                                         unsigned n, double scatter, double rel, double quiet_rel)
+{
+    double cut = quiet_rel * s->safe_budget;
+    double carried = (rel < quiet_rel ? rel : quiet_rel) * s->safe_budget;
+    if (carried > scatter)
+        scatter = carried;
+    if (s->lo < 0 || s->hi >= (int64_t)s->lattice.count || scatter >= cut)
+        return scatter;
+    double from = 0.9 * (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+    unsigned first = 0;
+    while (first < n && x[first] < from)
+        first++;
+    if (n - first >= 3) {
+        batchfit_fit near;
+        batchfit__fit_line(x + first, y + first, n - first, &near);
+        if (near.valid && near.max_residual_bytes > scatter)
+            scatter = near.max_residual_bytes < cut ? near.max_residual_bytes : cut;
+    }
+    return scatter;
 }
 
 /* The scatter the measurements show for certain: the largest disagreement
@@ -610,7 +704,7 @@ static double parallel_pairs_residual(const double *x, const double *y, unsigned
 
 /* Points above lo (peaks that finished over the threshold) place lo + 1
  * on the line through them only when no jump lies between lo and them:
- * the first of them must lie on the line of the two points up to lo, to
+ * the first of them must lie on the line of lo and a point below it, to
  * within what rounding and the noise of the points allow (a step of the
  * line's slope error for each of its own spans). With lo the top point,
  * or the only point up to lo, there is nothing to contradict. */
@@ -620,8 +714,16 @@ static int continues_past_lo(const double *x, const double *y, unsigned n, doubl
     unsigned il = index_of(x, n, lo_x);
     if (il == n || il == 0 || il + 1 >= n)
         return 1;
-    double below = x[il] - x[il - 1], above = x[il + 1] - x[il];
-    double line = y[il] + (y[il] - y[il - 1]) / below * above;
+    /* The line's base reaches at least as far below lo as the point above
+     * it lies above: from a pair a few sizes apart the allowance grows with
+     * the ratio of the spans, and a 60 MiB jump 24 sizes above a pair 3
+     * apart passed as noise. */
+    double above = x[il + 1] - x[il];
+    unsigned j = il - 1;
+    while (j > 0 && x[il] - x[j] < above)
+        j--;
+    double below = x[il] - x[j];
+    double line = y[il] + (y[il] - y[j]) / below * above;
     return fabs(y[il + 1] - line) <= resolvable * (1.0 + above / below);
 }
 
@@ -697,12 +799,36 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     unsigned at = index_of(x, n, xl);
     int il = at < n ? (int)at : -1;
     double yh = s->hi_need;
-    if (il < 0 || !(yh > y[il]) || !(xh > xl)) {
+    double yl = il >= 0 ? y[il] : 0.0;
+    double resolvable = granule + shown;
+    if (il >= 0 && s->hi_stopped) {
+        /* hi was stopped where it crossed the budget (a watchdog, a memory
+         * limit): its reading says where it was stopped, not what it
+         * needed, so the secant to it only bounds the slope from below,
+         * and the estimate along it came down from hi a tenth at a time
+         * (a pool's edge overshot tenfold: nine trials out of memory).
+         * Go along the slope of the two points up to lo where they show
+         * one, else to the bracket's middle: geometric where it spans more
+         * than a factor of four (the crossing is as likely at a tenth of hi
+         * as at half). */
+        int64_t i = -1;
+        if (il > 0 && yl - y[il - 1] > resolvable) {
+            i = index_floor_of(s, xl + (T - yl) / ((yl - y[il - 1]) / (xl - x[il - 1])));
+            /* It puts lo + 1 over: run that, it closes the bracket. */
+            if (i <= s->lo)
+                i = s->lo + 1;
+        }
+        if (!(i > s->lo && i < s->hi))
+            i = xh > 4.0 * xl ? index_floor_of(s, sqrt(xl * xh)) : propose_bisect(s);
+        if (i <= s->lo || i >= s->hi)
+            i = propose_bisect(s);
+        *next = clamp_inside(s, i);
+        return 0;
+    }
+    if (il < 0 || !(yh > yl) || !(xh > xl)) {
         *next = propose_bisect(s);
         return 0;
     }
-    double yl = y[il];
-    double resolvable = granule + shown;
     double flat = (yh - yl) / (xh - xl);
     if (il > 0 && yl - y[il - 1] > resolvable) {
         double below = (yl - y[il - 1]) / (xl - x[il - 1]);
@@ -841,6 +967,9 @@ static int propose_model(search *s, int64_t *next)
      * falls, and residuals as far as those prove (see below). */
     double prior = 0.5 * declared, quiet_below = 0.1 * prior;
     int quiet = scatter_known && measured < quiet_below;
+    double rel = 0.0;
+    if (quiet && use >= 3)
+        rel = relative_scatter(fx, fy, use, &fit);
     /* A workspace jump between the points makes their residuals large on a
      * program with no scatter at all; three neighbouring points with no jump
      * between them still show the scatter, and so do two pairs of
@@ -852,19 +981,23 @@ static int propose_model(search *s, int64_t *next)
      * with six), and such a program is then searched as a deterministic
      * one; acceptance still holds every answer to the threshold. */
     if (!quiet && s->spread > 0.0 && n >= 3) {
-        double best = INFINITY;
+        double best = INFINITY, best_rel = 0.0;
         for (unsigned i = 0; i + 2 < n; i++) {
             batchfit_fit local;
             batchfit__fit_line(x + i, y + i, 3, &local);
-            if (local.valid && local.max_residual_bytes < best)
+            if (local.valid && local.max_residual_bytes < best) {
                 best = local.max_residual_bytes;
+                best_rel = relative_scatter(x + i, y + i, 3, &local);
+            }
         }
         /* Held to a third of a triple's threshold: under noise of the
          * prior's size one pair of pairs is that quiet about one time in
          * ten, a triple at its own about one in six. */
         double pairs = 3.0 * parallel_pairs_residual(x, y, n);
-        if (pairs < best)
+        if (pairs < best) {
             best = pairs;
+            best_rel = pairs / top_y;
+        }
         double shown = shown_scatter(y, low, n);
         if (shown > best)
             best = shown;
@@ -872,6 +1005,7 @@ static int propose_model(search *s, int64_t *next)
             quiet = 1;
             scatter_known = 1;
             measured = best;
+            rel = best_rel;
         }
     }
     /* Residuals about one line are scatter only as far as the points show
@@ -885,6 +1019,11 @@ static int propose_model(search *s, int64_t *next)
             measured = certain;
     }
     double scatter = quiet ? measured : (measured > prior ? measured : prior);
+    if (quiet) {
+        if (rel < measured / top_y)
+            rel = measured / top_y;
+        scatter = quiet_scatter_at_threshold(s, x, y, n, scatter, rel, quiet_below / top_y);
+    }
     /* For line_at_next: the top three points count once the prior is refuted. */
     double top3_quiet = quiet ? quiet_below : 0.0;
     double noise = s->spread > 0.0 ? (quiet ? measured : (2.0 * measured > declared ? 2.0 * measured : declared)) : 0.0;
@@ -940,6 +1079,18 @@ static int propose_model(search *s, int64_t *next)
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
         double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
+        unsigned il = index_of(x, n, lo_x);
+        if (quiet && il < n) {
+            /* Quiet points place lo + 1 a step above lo's own reading too:
+             * the line through them all sits under it by any jump between
+             * lo and the line's anchor, the top point. One far below left
+             * it a few tenths of a percent under the points at the
+             * threshold, and the band was never reached (fifteen trials,
+             * one coin toss at a time). */
+            double local = y[il] + slope * (next_x - lo_x);
+            if (local > predicted)
+                predicted = local;
+        }
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
         if (certifiable && predicted - tolerance > s->safe_budget)
@@ -1004,7 +1155,7 @@ static int propose_model(search *s, int64_t *next)
                        : 0.0;
         if (!(grown > 0.0) || grown < declared) {
             /* What the batch added is lost in the noise. */
-            return propose_slope_unknown(s, x, y, n, declared, g, next);
+            return propose_slope_unknown(s, x, y, n, declared, g, s->spread > 0.0, next);
         }
         double target = crossing(s, top_x, top_y + g, grown / top_x);
         double remembered = remembered_slope(s);
@@ -1013,9 +1164,15 @@ static int propose_model(search *s, int64_t *next)
         *next = clamp_inside(s, index_floor_of(s, target));
         return 0;
     }
-    if (!(slope > 0.0) || fy[use - 1] - fy[0] < resolvable) {
+    /* A rise extrapolated more than EXTRAPOLATE_AT_MOST times over is not
+     * evidence of the slope either: quiet points over a pool's flat run
+     * rise by their wander, a few hundredths of a percent, and the line
+     * through them put the crossing at the search's upper limit (16 to
+     * 65535, then twenty trials out of memory on the way down). */
+    if (!(slope > 0.0) || fy[use - 1] - fy[0] < resolvable ||
+        s->aim - top_y > EXTRAPOLATE_AT_MOST * (fy[use - 1] - fy[0])) {
         /* No rise, a fall, or one lost in the noise: the slope is unknown. */
-        return propose_slope_unknown(s, x, y, n, noise, granule, next);
+        return propose_slope_unknown(s, x, y, n, noise, granule, s->spread > 0.0 && !quiet, next);
     }
     /* Anchor the line at the largest measured point: extrapolating a short
      * distance from a measurement is far less sensitive to a wrong slope.

@@ -54,17 +54,19 @@ static void run_family(unsigned family, family_figures *f)
 }
 
 /* The bracket phase finds the boundary bisection finds: on this subset the
- * mean ratio is 0.995 (0.997 on make bench's 100 cases; the issue's
- * 0.995), in a median of 5 trials (the issue's 4 is not reached, see the
- * README). */
+ * mean ratio is 0.997 (0.994-0.996 on make bench's 100 cases and three
+ * seeds; the issue's 0.995), in a median of 4 trials (the issue's target;
+ * it was 5 until a rise inside the declared band went as far as the band
+ * allows and quiet scatter was read at the threshold's level) and a p95 of
+ * 7 (the issue's 6 is reached on two seeds of three, see the README). */
 TEST(bench_families_deterministic_close_to_bisection)
 {
     family_figures f;
     run_family(BENCH_DETERMINISTIC, &f);
     CHECK_EQ(f.oom_median, 0);
-    CHECK(f.ratio_mean >= 0.99);
-    CHECK(f.trials_median <= 5);
-    CHECK(f.trials_p95 <= 8);
+    CHECK(f.ratio_mean >= 0.995);
+    CHECK(f.trials_median <= 4);
+    CHECK(f.trials_p95 <= 7);
 }
 
 TEST(bench_families_replayed_pytorch_safe_without_oom)
@@ -72,8 +74,8 @@ TEST(bench_families_replayed_pytorch_safe_without_oom)
     family_figures f;
     run_family(BENCH_REPLAYED, &f);
     CHECK_EQ(f.oom_median, 0);
-    CHECK(f.ratio_mean >= 0.94);
-    CHECK(f.trials_median <= 5);
+    CHECK(f.ratio_mean >= 0.95);
+    CHECK(f.trials_median <= 4);
     CHECK(f.trials_p95 <= 8);
 }
 
