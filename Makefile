@@ -186,13 +186,20 @@ $(BUILD)/bench/%.o: bench/%.c bench/profiles.h include/batchfit.h
 $(BENCH): $(BUILD)/bench/bench.o $(BUILD)/bench/profiles.o $(STATIC)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
 
+CURVES := $(BUILD)/bench/curves
+
+$(CURVES): $(BUILD)/bench/curves.o $(BUILD)/bench/profiles.o $(STATIC)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
 # The benchmark: the simulated suite plus the real-process run; writes
-# bench/results.json, bench/RESULTS.md and bench/trials.svg.
+# bench/results.json, bench/RESULTS.md and bench/trials.svg; then the curves
+# the model strategy was not tuned on, bench/CURVES.md.
 BENCH_SEED ?= 20261129
 BENCH_PROFILES ?= 300
-bench: $(BENCH) $(CLI) $(EXAMPLES) $(BUILD)/tests/childtool
+bench: $(BENCH) $(CURVES) $(CLI) $(EXAMPLES) $(BUILD)/tests/childtool
 	$(BENCH) --seed $(BENCH_SEED) --profiles $(BENCH_PROFILES) --out bench \
 	    --batchfit $(CLI) --trainer $(BUILD)/examples/trainer --childtool $(BUILD)/tests/childtool
+	$(CURVES) --out bench/CURVES.md
 
 $(RUNNER): tests/runner.c $(BUILD)/tests/list.h $(TEST_OBJ) $(STATIC)
 	$(CC) $(ALL_CFLAGS) -Ilib -I$(BUILD)/tests -DBATCHFIT_SOURCE_DIR='"$(CURDIR)"' \

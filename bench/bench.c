@@ -79,22 +79,6 @@ typedef struct column {
 
 static column columns[KIND_COUNT];
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double quantile(double *v, unsigned n, double q)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, n, sizeof *v, compare_double);
-    double pos = q * (double)(n - 1);
-    unsigned i = (unsigned)pos;
-    double frac = pos - i;
-    return i + 1 < n ? v[i] * (1.0 - frac) + v[i + 1] * frac : v[i];
-}
 
 /* ------------------------------------------------------------------ */
 /* The peers, written to behave as their sources do, over the same      */
@@ -369,10 +353,10 @@ static int run_families(uint64_t seed, unsigned cases)
         }
         for (int k = 0; k < LIB_KINDS; k++) {
             family_summary *fs = &family_results[f][k];
-            fs->trials_median = quantile(trials[k], cases, 0.5);
-            fs->trials_p95 = quantile(trials[k], cases, 0.95);
-            fs->trials_max = quantile(trials[k], cases, 1.0);
-            fs->oom_median = quantile(ooms[k], cases, 0.5);
+            fs->trials_median = bench_quantile(trials[k], cases, 0.5);
+            fs->trials_p95 = bench_quantile(trials[k], cases, 0.95);
+            fs->trials_max = bench_quantile(trials[k], cases, 1.0);
+            fs->oom_median = bench_quantile(ooms[k], cases, 0.5);
             fs->ratio_mean = ratios[k] ? ratio_sum[k] / ratios[k] : NAN;
             fs->exact_share = (double)exact[k] / cases;
         }
@@ -465,11 +449,11 @@ typedef struct summary {
 static void summarize(kind k, summary *s)
 {
     column *c = &columns[k];
-    s->trials_median = quantile(c->trials, c->count, 0.5);
-    s->trials_p95 = quantile(c->trials, c->count, 0.95);
-    s->trials_max = quantile(c->trials, c->count, 1.0);
-    s->oom_median = quantile(c->ooms, c->count, 0.5);
-    s->cost_median = quantile(c->costs, c->cost_count, 0.5);
+    s->trials_median = bench_quantile(c->trials, c->count, 0.5);
+    s->trials_p95 = bench_quantile(c->trials, c->count, 0.95);
+    s->trials_max = bench_quantile(c->trials, c->count, 1.0);
+    s->oom_median = bench_quantile(c->ooms, c->count, 0.5);
+    s->cost_median = bench_quantile(c->costs, c->cost_count, 0.5);
     s->exact_share = (double)c->exact / c->count;
     s->exact_noise_free_share = c->noise_free ? (double)c->exact_noise_free / c->noise_free : NAN;
     unsigned answered = c->count - c->failed;
@@ -631,9 +615,9 @@ int main(int argc, char **argv)
     double par_median[PARALLEL_KS], par_p95[PARALLEL_KS], par_max[PARALLEL_KS];
     for (int j = 0; j < PARALLEL_KS; j++) {
         parallel_column *pc = &parallel_columns[j];
-        par_median[j] = quantile(pc->rounds, pc->count, 0.5);
-        par_p95[j] = quantile(pc->rounds, pc->count, 0.95);
-        par_max[j] = quantile(pc->rounds, pc->count, 1.0);
+        par_median[j] = bench_quantile(pc->rounds, pc->count, 0.5);
+        par_p95[j] = bench_quantile(pc->rounds, pc->count, 0.95);
+        par_max[j] = bench_quantile(pc->rounds, pc->count, 1.0);
     }
     if (run_families(seed, CASES_PER_FAMILY) != 0) {
         fprintf(stderr, "bench: a family case could not be searched\n");

@@ -520,3 +520,20 @@ unsigned long long bench_json_result_number(const char *json, const char *key)
     const char *p = strstr(r, pattern);
     return p ? strtoull(p + strlen(pattern), NULL, 10) : 0;
 }
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_quantile(double *v, unsigned n, double q)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, n, sizeof *v, compare_double);
+    double pos = q * (double)(n - 1);
+    unsigned i = (unsigned)pos;
+    double frac = pos - i;
+    return i + 1 < n ? v[i] * (1.0 - frac) + v[i + 1] * frac : v[i];
+}

@@ -122,4 +122,8 @@ uint64_t bench_case_exact(const bench_case *c, uint64_t bound);
  * (as `batchfit probe --export-json` writes it); 0 when absent. */
 unsigned long long bench_json_result_number(const char *json, const char *key);
 
+/* The q-quantile of n values (sorts them), interpolated between the two
+ * nearest; NAN for none. */
+double bench_quantile(double *v, unsigned n, double q);
+
 #endif
