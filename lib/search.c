@@ -614,12 +614,21 @@ static double relative_scatter(const double *x, const double *y, unsigned n,
         mean_x += x[i] / n;
     for (unsigned i = 0; i < n; i++)
         sxx += (x[i] - mean_x) * (x[i] - mean_x);
+    double top = 0.0;
+    for (unsigned i = 0; i < n; i++)
+        if (y[i] > top)
+            top = y[i];
     for (unsigned i = 0; i < n; i++) {
         double h = 1.0 / n + (x[i] - mean_x) * (x[i] - mean_x) / sxx;
         if (h > 0.9 || !(y[i] > 0.0))
             continue;
         double r = fabs(y[i] - (fit->intercept_bytes + fit->bytes_per_sample * x[i]));
-        double rel = r / sqrt(1.0 - h) / y[i];
+        /* A point far below the top carries an absolute floor of noise too
+         * (page and allocator granularity: the example trainer's batch 1
+         * reads 1.24-1.50 MiB): it is read at no less than a tenth of the
+         * top's level. */
+        double level = y[i] > 0.1 * top ? y[i] : 0.1 * top;
+        double rel = r / sqrt(1.0 - h) / level;
         if (rel > worst)
             worst = rel;
     }
@@ -630,8 +639,9 @@ static double relative_scatter(const double *x, const double *y, unsigned n,
  * and the coin-toss band is the one expected at the threshold, not where
  * the points that showed it lie. Memory's wander grows with the peak, so
  * the quiet residual, as a fraction of its points' peaks (rel), is carried
- * up to the threshold, no further than the quiet cut there (quiet_rel, a
- * fraction too: more would not have been quiet); a quiet triple of small
+ * up to the threshold, to at most half the quiet cut there (quiet_rel, a
+ * fraction too: more would not have been quiet; the full cut held the
+ * example trainer a size short under load); a quiet triple of small
  * sizes put the aim a twentieth of the wander below the threshold, and the
  * crossing failed by the draw. And points within a tenth below lo, three or
  * more, show the wander at the threshold directly: their own line's largest
@@ -642,7 +652,7 @@ static double quiet_scatter_at_threshold(const search *s, const double *x, const
                                          unsigned n, double scatter, double rel, double quiet_rel)
 {
     double cut = quiet_rel * s->safe_budget;
-    double carried = (rel < quiet_rel ? rel : quiet_rel) * s->safe_budget;
+    double carried = (rel < 0.5 * quiet_rel ? rel : 0.5 * quiet_rel) * s->safe_budget;
     if (carried > scatter)
         scatter = carried;
     if (s->lo < 0 || s->hi >= (int64_t)s->lattice.count || scatter >= cut)

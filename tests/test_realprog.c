@@ -36,7 +36,14 @@ TEST(realprog_trainer_model_matches_bisection_with_default_spread)
     CHECK_EQ(probe_trainer("model", &model, &model_trials), 0);
     CHECK_EQ(probe_trainer("bisect", &bisect, &bisect_trials), 0);
     CHECK(bisect > 100); /* the trainer needs ~0.37 MiB a sample: ~135 fit */
-    CHECK(model + 1 >= bisect);
+    /* Within one size of bisection, each side a coin toss of its own: the
+     * kernel's accounting wanders by about a third of a sample, so under
+     * CPU load (CI runs this under valgrind) bisection ends on 135 or 136
+     * and the model, which stops where the next size is inside that
+     * wander, on 134 or 135 (ten runs each beside two busy loops, with
+     * this search and the one before it alike). Two sizes apart is that
+     * double toss; three would be a search that stopped short. */
+    CHECK(model + 2 >= bisect);
     CHECK(model <= bisect + 1);
     CHECK(model_trials >= 2);
     CHECK(model_trials <= 5);
