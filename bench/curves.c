@@ -34,12 +34,10 @@ typedef struct curve {
     unsigned runs[BOUND + 1];
 } curve;
 
+/* splitmix64's output for a state: a hash of x. */
 static uint64_t mix(uint64_t x)
 {
-    x += UINT64_C(0x9E3779B97F4A7C15);
-    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return x ^ (x >> 31);
+    return bench_splitmix64(&x);
 }
 
 static double uniform(uint64_t *state)

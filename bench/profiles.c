@@ -76,7 +76,7 @@ const char *bench_family_source(size_t i)
     return i < FAMILY_COUNT ? families[i].source : NULL;
 }
 
-static uint64_t next(uint64_t *s)
+uint64_t bench_splitmix64(uint64_t *s)
 {
     uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
     z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
@@ -86,7 +86,7 @@ static uint64_t next(uint64_t *s)
 
 static double unit(uint64_t *s)
 {
-    return (double)(next(s) >> 11) * 0x1.0p-53;
+    return (double)(bench_splitmix64(s) >> 11) * 0x1.0p-53;
 }
 
 static double between(uint64_t *s, double lo, double hi)
@@ -127,13 +127,13 @@ uint64_t bench_profile_truth(const bench_profile *p, uint64_t budget, uint64_t b
 void bench_profile_make(uint64_t seed, unsigned index, bench_profile *p)
 {
     uint64_t s = seed * UINT64_C(0x100000001B3) + index;
-    next(&s);
+    bench_splitmix64(&s);
     const family *f = &families[index % FAMILY_COUNT];
     for (int attempt = 0;; attempt++) {
         *p = (bench_profile){0};
         p->family = f->name;
         p->host = f->host;
-        double capacity = f->host ? host_capacities[next(&s) % 4] : gpu_capacities[next(&s) % 8];
+        double capacity = f->host ? host_capacities[bench_splitmix64(&s) % 4] : gpu_capacities[bench_splitmix64(&s) % 8];
         if (attempt >= 60)
             capacity = f->host ? 64 : 141; /* the largest device always takes it */
         p->capacity = (uint64_t)(capacity * GIB);
@@ -149,13 +149,13 @@ void bench_profile_make(uint64_t seed, unsigned index, bench_profile *p)
             p->noise = between(&s, 0.001, 0.01);
         /* As the spec string writes it, so the sim and the truth agree exactly. */
         p->noise = (double)(uint64_t)(p->noise * 1e8 + 0.5) / 1e8;
-        p->seed = next(&s) % 1000000 + 1;
+        p->seed = bench_splitmix64(&s) % 1000000 + 1;
         uint64_t budget = p->capacity - (uint64_t)((double)p->capacity * 0.05);
         if ((double)p->fixed > 0.9 * (double)p->capacity)
             continue;
         uint64_t estimate = bench_profile_truth(p, budget, 65536, 0.0);
         if (!f->host) {
-            p->jumps = (unsigned)(next(&s) % 4);
+            p->jumps = (unsigned)(bench_splitmix64(&s) % 4);
             for (unsigned j = 0; j < p->jumps; j++) {
                 /* cuDNN/cuBLAS pick other algorithms, with other workspaces,
                  * as the batch grows. */
@@ -460,10 +460,10 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     *c = (bench_case){0};
     c->family = kind;
     uint64_t s = (seed ^ UINT64_C(0x5EED)) * UINT64_C(0x100000001B3) + kind * 100003u + index;
-    next(&s);
-    c->seed = next(&s) % 1000000 + 1;
+    bench_splitmix64(&s);
+    c->seed = bench_splitmix64(&s) % 1000000 + 1;
     if (kind == BENCH_REPLAYED) {
-        c->replay = (unsigned)(next(&s) % 2);
+        c->replay = (unsigned)(bench_splitmix64(&s) % 2);
         c->declared = 0.05;
         double low = replay_peak(&replays[c->replay], 4, -1.0);
         double high = replay_peak(&replays[c->replay], 120, 0.0);
@@ -492,7 +492,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     if (kind == BENCH_STALE_CACHE) {
         /* The earlier probe ran under another budget: its answer and its
          * line (which the same program keeps). */
-        double off = between(&s, 0.05, 0.30) * (next(&s) % 2 ? 1.0 : -1.0);
+        double off = between(&s, 0.05, 0.30) * (bench_splitmix64(&s) % 2 ? 1.0 : -1.0);
         bench_case then = *c;
         then.budget = (uint64_t)((double)c->budget * (1.0 + off));
         c->cached_batch = bench_case_exact(&then, 65536);

@@ -122,6 +122,10 @@ uint64_t bench_case_exact(const bench_case *c, uint64_t bound);
  * (as `batchfit probe --export-json` writes it); 0 when absent. */
 unsigned long long bench_json_result_number(const char *json, const char *key);
 
+/* splitmix64 (Steele, Lea and Flood 2014): advances *s and returns the next
+ * draw; the benchmarks' generator (a seed reproduces a run). */
+uint64_t bench_splitmix64(uint64_t *s);
+
 /* The q-quantile of n values (sorts them), interpolated between the two
  * nearest; NAN for none. */
 double bench_quantile(double *v, unsigned n, double q);

@@ -609,15 +609,14 @@ static double relative_scatter(const double *x, const double *y, unsigned n,
 {
     if (!fit->valid || n < 3)
         return 0.0;
-    double mean_x = 0.0, sxx = 0.0, worst = 0.0;
-    for (unsigned i = 0; i < n; i++)
+    double mean_x = 0.0, sxx = 0.0, top = 0.0, worst = 0.0;
+    for (unsigned i = 0; i < n; i++) {
         mean_x += x[i] / n;
-    for (unsigned i = 0; i < n; i++)
-        sxx += (x[i] - mean_x) * (x[i] - mean_x);
-    double top = 0.0;
-    for (unsigned i = 0; i < n; i++)
         if (y[i] > top)
             top = y[i];
+    }
+    for (unsigned i = 0; i < n; i++)
+        sxx += (x[i] - mean_x) * (x[i] - mean_x);
     for (unsigned i = 0; i < n; i++) {
         double h = 1.0 / n + (x[i] - mean_x) * (x[i] - mean_x) / sxx;
         if (h > 0.9 || !(y[i] > 0.0))
@@ -813,6 +812,9 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     double yh = s->hi_need;
     double yl = il >= 0 ? y[il] : 0.0;
     double resolvable = granule + shown;
+    /* The slope of the two points up to lo, where their rise stands above
+     * a granule and the shown scatter; 0 where it does not. */
+    double below = il > 0 && yl - y[il - 1] > resolvable ? (yl - y[il - 1]) / (xl - x[il - 1]) : 0.0;
     if (il >= 0 && s->hi_stopped) {
         /* hi was stopped where it crossed the budget (a watchdog, a memory
          * limit): its reading says where it was stopped, not what it
@@ -824,8 +826,8 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
          * than a factor of four (the crossing is as likely at a tenth of hi
          * as at half). */
         int64_t i = -1;
-        if (il > 0 && yl - y[il - 1] > resolvable) {
-            i = index_floor_of(s, xl + (T - yl) / ((yl - y[il - 1]) / (xl - x[il - 1])));
+        if (below > 0.0) {
+            i = index_floor_of(s, xl + (T - yl) / below);
             /* It puts lo + 1 over: run that, it closes the bracket. */
             if (i <= s->lo)
                 i = s->lo + 1;
@@ -842,11 +844,8 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
         return 0;
     }
     double flat = (yh - yl) / (xh - xl);
-    if (il > 0 && yl - y[il - 1] > resolvable) {
-        double below = (yl - y[il - 1]) / (xl - x[il - 1]);
-        if (below < flat)
-            flat = below;
-    }
+    if (below > 0.0 && below < flat)
+        flat = below;
     double fx[MAX_POINTS], fy[MAX_POINTS];
     unsigned m = collect_failures(s, fx, fy);
     for (unsigned k = 0; k < m; k++)
@@ -1094,10 +1093,10 @@ static int propose_model(search *s, int64_t *next)
      * declared band then hid a bend (memory flat to 1349, then 26 MiB a
      * sample: the line from 1561 across the flat points stopped the search
      * at 543, bisection's answer being 1424). */
-    unsigned upto = index_of(x, n, lo_x);
-    if (quiet && upto < n && upto + 1 >= 5) {
+    unsigned il = index_of(x, n, lo_x);
+    if (quiet && il < n && il + 1 >= 5) {
         batchfit_fit below;
-        batchfit__fit_line(x, y, upto + 1, &below);
+        batchfit__fit_line(x, y, il + 1, &below);
         if (below.valid && below.max_residual_bytes < quiet_below)
             jump_band = 2.0 * scatter + granule;
     }
@@ -1105,7 +1104,6 @@ static int propose_model(search *s, int64_t *next)
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
         double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
-        unsigned il = index_of(x, n, lo_x);
         if (quiet && il < n) {
             /* Quiet points place lo + 1 a step above lo's own reading too:
              * the line through them all sits under it by any jump between
