@@ -957,8 +957,13 @@ static int propose_model(search *s, int64_t *next)
      * allocation that failed): how far it lies from their line is the
      * scatter. Only a reading the line explains within the declared band
      * (two draws, each straying up to half of it) counts; one far above it
-     * crossed a workspace jump, which says nothing about the noise. */
-    if (use == 2 && s->spread > 0.0 && s->hi < (int64_t)s->lattice.count && s->hi_need > top_y) {
+     * crossed a workspace jump, which says nothing about the noise. A
+     * trial the watchdog stopped (or the kernel killed) read where it was
+     * stopped, about the budget, not what it needed: 14 MiB under the line
+     * of two fitting points, that reading was taken for scatter and the
+     * search stopped at 149 where 165 fit. */
+    if (use == 2 && s->spread > 0.0 && s->hi < (int64_t)s->lattice.count && !s->hi_stopped &&
+        s->hi_need > top_y) {
         double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
         double line = top_y + (fy[1] - fy[0]) / (fx[1] - fx[0]) * (fail_x - top_x);
         double off = fabs(s->hi_need - line);

@@ -588,7 +588,8 @@ TEST(search_model_a_cold_first_trial_is_not_the_programs_scatter)
     batchfit_result_free(r);
 }
 
-static void first_guess_search(curve_oracle *cp);
+static void first_guess_search(curve_oracle *cp, uint64_t guess, uint64_t low, uint64_t high,
+                               size_t trials);
 
 /* A first guess three times too large on a child program killed at the
  * budget (40 MiB + 300 KiB a sample): the failures above say only that
@@ -605,25 +606,44 @@ TEST(search_model_a_first_measured_reading_at_hi_ends_the_creep)
          * only where it was stopped; taken for a peak above the measured one
          * at hi, it made a slope half the true one (10, then 7 trials). */
         c.overshoot = variant ? 0.013 : 0.0;
-        first_guess_search(&c);
+        /* floor((275.5 * 0.95 / 1.05 - 40) * 1024 / 300) = 714, within the wander */
+        first_guess_search(&c, 2133, 712, 715, 6);
     }
 }
 
-static void first_guess_search(curve_oracle *cp)
+/* A search under the host's 5% that tries guess first, which runs out of
+ * memory; it must end in [low, high] within trials. */
+static void first_guess_search(curve_oracle *cp, uint64_t guess, uint64_t low, uint64_t high,
+                               size_t trials)
 {
     curve_oracle c = *cp;
     batchfit_options o;
     batchfit_options_init(&o);
-    o.first_guess = 2133;
+    o.first_guess = guess;
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_result *r = NULL;
     CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
-    CHECK_EQ(r->trials[0].batch, 2133);
-    /* floor((275.5 * 0.95 / 1.05 - 40) * 1024 / 300) = 714, within the wander */
-    CHECK(r->batch_size >= 712 && r->batch_size <= 715);
-    CHECK(r->trial_count <= 6);
+    CHECK_EQ(r->trials[0].batch, guess);
+    CHECK_EQ(r->trials[0].outcome, BATCHFIT_OOM);
+    CHECK(r->batch_size >= low && r->batch_size <= high);
+    CHECK(r->trial_count <= trials);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
+}
+
+/* An estimate a third too large on a child program killed at the budget
+ * (15 MiB + 1.2 MiB a sample, budget 237.5 MiB, as a reviewer's C program
+ * ran it): the estimate is stopped by the watchdog at about the budget,
+ * and two sizes below it fit. That stopped reading lies 14 MiB under the
+ * line of the two: it is where the trial was stopped, not a third reading
+ * of the curve, and taken for the scatter it made the next size a coin
+ * toss and stopped the search at 149 in 3 trials, where 166 fits. */
+TEST(search_model_a_stopped_estimate_is_not_read_as_scatter)
+{
+    curve_oracle c = killed_program(15, 1.2, 0, 237.5, 0.0005);
+    c.overshoot = 0.011;
+    /* floor((237.5 * 0.95 / 1.05 - 15) / 1.2) = 166, within the wander */
+    first_guess_search(&c, 199, 165, 167, 6);
 }
 
 TEST(search_peer_strategies_behave_as_named)
