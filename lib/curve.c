@@ -33,3 +33,14 @@ void batchfit__fit_line(const double *x, const double *y, unsigned n, batchfit_f
             fit->max_residual_bytes = r;
     }
 }
+
+int batchfit__fit_explains(const batchfit_fit *fit, double batch, double peak, double spread,
+                           double *miss)
+{
+    if (!fit->valid)
+        return 0;
+    double off = fabs(fit->intercept_bytes + fit->bytes_per_sample * batch - peak);
+    if (miss)
+        *miss = off;
+    return off <= 0.01 * peak || off <= 2.0 * spread * peak + fit->max_residual_bytes;
+}

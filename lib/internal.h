@@ -157,6 +157,12 @@ int64_t batchfit__lattice_index_floor(const batchfit_lattice *l, uint64_t x);
 
 /* curve.c: least squares line through (batch, peak) points. */
 void batchfit__fit_line(const double *x, const double *y, unsigned n, batchfit_fit *fit);
+/* Whether a fitted (or remembered) line still describes the reading peak
+ * at batch: off by at most 1% of it, or by at most the band of a declared
+ * spread (two draws) and the line's own largest residual; *miss (when
+ * given) is how far off it is. */
+int batchfit__fit_explains(const batchfit_fit *fit, double batch, double peak, double spread,
+                           double *miss);
 
 /* device.c: the device interface, a table of function pointers. */
 typedef struct batchfit_device_ops {

@@ -429,10 +429,8 @@ static int verify_cached(search *s, int64_t *next)
     if (!fit->valid || !t->peak_known || !s->budget_known || !(fit->bytes_per_sample > 0.0) ||
         s->lo + 1 >= (int64_t)s->lattice.count)
         return 0;
-    double x = (double)t->batch, y = (double)t->peak_bytes;
-    double miss = fabs(fit->intercept_bytes + fit->bytes_per_sample * x - y);
-    double band = 2.0 * s->spread * y;
-    if (miss > 0.01 * y && miss > band + fit->max_residual_bytes)
+    double x = (double)t->batch, y = (double)t->peak_bytes, miss = 0.0;
+    if (!batchfit__fit_explains(fit, x, y, s->spread, &miss))
         return 0;
     /* Trust the remembered slope only beyond how far the curve moved and
      * the fit's own residual. */

@@ -1,5 +1,6 @@
 #include "test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,6 +124,35 @@ TEST(cache_key_hashes_the_whole_material)
     batchfit_ctx_free(ctx);
 }
 
+/* Opens the two simulated devices of specs a and b. */
+static void open_pair(batchfit_ctx *ctx, const char *spec_a, const char *spec_b,
+                      batchfit_device **a, batchfit_device **b)
+{
+    CHECK_EQ(batchfit_device_open(ctx, spec_a, a), BATCHFIT_OK);
+    CHECK_EQ(batchfit_device_open(ctx, spec_b, b), BATCHFIT_OK);
+}
+
+/* Empties and removes a test's cache directory, which held entries. */
+static void remove_cache_dir(batchfit_ctx *ctx, const char *dir, size_t entries)
+{
+    size_t removed = 0;
+    CHECK_EQ(batchfit_cache_clear(ctx, dir, &removed), BATCHFIT_OK);
+    CHECK_EQ(removed, entries);
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
+    rmdir(dir);
+}
+
+/* Options that remember results in dir under the caller's key. */
+static void cache_options(batchfit_options *o, const char *dir, const char *key)
+{
+    batchfit_options_init(o);
+    o->cache = 1;
+    o->cache_dir = dir;
+    o->cache_key = key;
+}
+
 /* The library's cache for an in-process probe: the first probe stores its
  * answer under its cache_key, the second verifies it in at most two trials;
  * another key is a miss. */
@@ -135,10 +165,7 @@ TEST(cache_in_process_probe_remembers)
     CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB", &d),
              BATCHFIT_OK);
     batchfit_options o;
-    batchfit_options_init(&o);
-    o.cache = 1;
-    o.cache_dir = dir;
-    o.cache_key = "resnet";
+    cache_options(&o, dir, "resnet");
     batchfit_result *r = NULL;
     CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
     CHECK(!r->cache_hit);
@@ -157,14 +184,66 @@ TEST(cache_in_process_probe_remembers)
     CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
     CHECK(!r->cache_hit);
     batchfit_result_free(r);
-    size_t removed = 0;
-    CHECK_EQ(batchfit_cache_clear(ctx, dir, &removed), BATCHFIT_OK);
-    CHECK_EQ(removed, 2);
-    char lock[300];
-    snprintf(lock, sizeof lock, "%s/.lock", dir);
-    unlink(lock);
-    rmdir(dir);
+    remove_cache_dir(ctx, dir, 2);
     batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+/* A re-run that verifies the remembered size in one trial has no fit of
+ * its own; stored in place of the remembered curve, it left the next probe
+ * of a changed program nothing to continue from (it stopped 16 sizes
+ * short). The curve stays while it describes what the re-run measured; a
+ * changed program's verification fails, and its new curve replaces the
+ * old one. */
+TEST(cache_a_verifying_rerun_keeps_the_remembered_curve)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cachecurve", (long)getpid());
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *a = NULL, *b = NULL;
+    open_pair(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB,granule=2MiB",
+              "sim:capacity=16GiB,fixed=1GiB,per_sample=120MiB,granule=2MiB", &a, &b);
+    batchfit_options o;
+    cache_options(&o, dir, "gpt");
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, a, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    batchfit_fit first = r->fit;
+    uint64_t answer_a = r->batch_size;
+    batchfit_result_free(r);
+    CHECK(first.valid);
+    CHECK_EQ(batchfit_probe(ctx, &o, a, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK(r->cache_hit);
+    CHECK_EQ(r->trial_count, 1);
+    batchfit_cache_entry e;
+    CHECK_EQ(batchfit_cache_load(ctx, dir, r->cache_key, &e), BATCHFIT_OK);
+    batchfit_result_free(r);
+    CHECK(e.fit.valid);
+    CHECK_EQ(e.fit.points, first.points);
+    CHECK(e.fit.bytes_per_sample == first.bytes_per_sample);
+    CHECK_EQ(e.batch_size, answer_a);
+
+    /* The program changed (a fifth more a sample): its key, remembering a's
+     * answer and curve. */
+    CHECK_EQ(batchfit_probe(ctx, &o, b, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    uint64_t answer_b = r->batch_size;
+    char key_b[40];
+    snprintf(key_b, sizeof key_b, "%s", r->cache_key);
+    batchfit_result_free(r);
+    CHECK(answer_b < answer_a);
+    snprintf(e.key, sizeof e.key, "%s", key_b);
+    CHECK_EQ(batchfit__cache_store(ctx, dir, &e), BATCHFIT_OK);
+    CHECK_EQ(batchfit_probe(ctx, &o, b, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK(r->cache_hit);
+    CHECK_EQ(r->trials[0].batch, answer_a);
+    CHECK_EQ(r->batch_size, answer_b);
+    batchfit_result_free(r);
+    CHECK_EQ(batchfit_cache_load(ctx, dir, key_b, &e), BATCHFIT_OK);
+    CHECK(e.fit.valid);
+    CHECK(fabs(e.fit.bytes_per_sample - 120.0 * 1048576.0) < 0.01 * 120.0 * 1048576.0);
+
+    remove_cache_dir(ctx, dir, 2);
+    batchfit_device_free(a);
+    batchfit_device_free(b);
     batchfit_ctx_free(ctx);
 }
 
@@ -224,12 +303,8 @@ TEST(cache_remembered_curve_leads_to_a_larger_budget)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_device *small = NULL, *large = NULL;
-    CHECK_EQ(batchfit_device_open(
-                 ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB,granule=2MiB", &small),
-             BATCHFIT_OK);
-    CHECK_EQ(batchfit_device_open(
-                 ctx, "sim:capacity=20GiB,fixed=1GiB,per_sample=100MiB,granule=2MiB", &large),
-             BATCHFIT_OK);
+    open_pair(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB,granule=2MiB",
+              "sim:capacity=20GiB,fixed=1GiB,per_sample=100MiB,granule=2MiB", &small, &large);
     batchfit_options o;
     batchfit_options_init(&o);
     batchfit_result *r = NULL;
