@@ -92,12 +92,16 @@ static void judge(const search *s, batchfit_trial *t)
         return;
     }
     if ((double)t->peak_bytes > s->safe_budget) {
+        char budget[32];
         batchfit__format_bytes_apart((double)t->peak_bytes, s->safe_budget, peak, limit,
                                      sizeof peak);
+        batchfit_format_bytes(s->budget, budget, sizeof budget);
+        /* The threshold is budget x (1 - e) / (1 + e): this reading may be
+         * e under what the step needs, and a re-run e over it. */
         snprintf(t->message, sizeof t->message,
-                 "peak %s is above %s, the budget less the %.2f%% trial-to-trial spread; a "
-                 "re-run could exceed the budget",
-                 peak, limit, s->spread * 100.0);
+                 "peak %s is above %s, the budget of %s x (1 - %.2f%%) / (1 + %.2f%%) for the "
+                 "trial-to-trial spread; a re-run could exceed the budget",
+                 peak, limit, budget, s->spread * 100.0, s->spread * 100.0);
         return;
     }
     t->accepted = 1;
