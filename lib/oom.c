@@ -16,16 +16,17 @@ typedef struct oom_row {
 static const oom_row builtin_rows[] = {
     {"PyTorch CUDA allocator", "CUDA out of memory",
      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
-    {"PyTorch OutOfMemoryError", "(torch\\.|torch\\.cuda\\.)OutOfMemoryError",
+    {"PyTorch OutOfMemoryError", "(torch\\.|torch\\.cuda\\.)OutOfMemoryError(:|[[:space:]]*$)",
      "torch.cuda.OutOfMemoryError: CUDA error"},
     {"PyTorch, older", "cuda runtime error \\(2\\) : out of memory",
      "RuntimeError: cuda runtime error (2) : out of memory at THCStorage.cu:66"},
     {"PyTorch, raw CUDA call", "CUDA error: out of memory",
      "RuntimeError: CUDA error: out of memory"},
     {"PyTorch on ROCm", "HIP out of memory", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 20.00 MiB"},
-    {"PyTorch CPU allocator", "DefaultCPUAllocator: can't allocate memory",
-     "RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't allocate "
-     "memory: you tried to allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)"},
+    /* "can't allocate memory" up to PyTorch 1.x, "not enough memory" since. */
+    {"PyTorch CPU allocator", "DefaultCPUAllocator: (can't allocate|not enough) memory",
+     "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough "
+     "memory: you tried to allocate 4294967296 bytes."},
     {"cuBLAS", "CUBLAS_STATUS_ALLOC_FAILED",
      "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"},
     {"cuDNN", "CUDNN_STATUS_(ALLOC_FAILED|INTERNAL_ERROR_(HOST|DEVICE)_ALLOCATION_FAILED)",
@@ -39,7 +40,11 @@ static const oom_row builtin_rows[] = {
     {"TensorFlow", "ResourceExhaustedError|OOM when allocating tensor",
      "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
      "with shape[4096,4096]"},
-    {"Python MemoryError", "(^|[^A-Za-z_])MemoryError\\b", "MemoryError: Unable to allocate 8.00 GiB"},
+    /* An exception's name ends the line or comes before its message: a
+     * line that only names it ("no MemoryError seen", "OutOfMemoryError
+     * handler installed") is not one raised. */
+    {"Python MemoryError", "(^|[^A-Za-z_])MemoryError(:|[[:space:]]*$)",
+     "MemoryError: Unable to allocate 8.00 GiB"},
     /* NumPy's subclass of MemoryError: its name does not end the word. */
     {"NumPy MemoryError", "_ArrayMemoryError\\b",
      "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 24.0 GiB for an array with "
@@ -64,8 +69,18 @@ static const oom_row builtin_rows[] = {
      "memory allocation of 4294967296 bytes failed"},
     {"out of host memory", "[Oo]ut of host memory|OUT_OF_HOST_MEMORY",
      "Error: out of host memory while pinning the batch buffer"},
-    {"CUDA C programs, generic", "[Oo]ut of memory",
-     "[CUDA ERROR] train.cu:42: out of memory"},
+    {"CUDA C programs, generic", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
+};
+
+/* Lines a row matches that are advice about the failure, not the failure:
+ * "set PYTORCH_CUDA_ALLOC_CONF=... to avoid out of memory errors" in a log
+ * is none. Keyed by the row's source. */
+static const oom_row builtin_advice[] = {
+    {"CUDA C programs, generic",
+     "([Aa]void|[Pp]revent|[Rr]educe|[Mm]itigate|[Hh]andl)(e|es|ed|ing)?( [A-Za-z-]+)? [Oo]ut of "
+     "memory",
+     "INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "
+     "errors"},
 };
 
 #define BUILTIN_COUNT (sizeof builtin_rows / sizeof builtin_rows[0])
@@ -74,6 +89,8 @@ static const oom_row builtin_rows[] = {
 struct batchfit__oom_table_s {
     batchfit_ctx *ctx;
     regex_t compiled[BUILTIN_COUNT + USER_MAX];
+    regex_t unless[BUILTIN_COUNT];
+    int has_unless[BUILTIN_COUNT];
     char sources[BUILTIN_COUNT + USER_MAX][96];
     size_t count;
 };
@@ -97,6 +114,9 @@ void batchfit__oom_table_free(batchfit__oom_table *table)
         return;
     for (size_t i = 0; i < table->count; i++)
         regfree(&table->compiled[i]);
+    for (size_t i = 0; i < BUILTIN_COUNT; i++)
+        if (table->has_unless[i])
+            regfree(&table->unless[i]);
     batchfit__free(&table->ctx->allocator, table);
 }
 
@@ -118,6 +138,17 @@ int batchfit__oom_table_create(batchfit_ctx *ctx, batchfit__oom_table **out)
         }
         snprintf(t->sources[i], sizeof t->sources[i], "%s", builtin_rows[i].source);
         t->count++;
+        for (size_t a = 0; a < sizeof builtin_advice / sizeof builtin_advice[0]; a++) {
+            if (strcmp(builtin_advice[a].source, builtin_rows[i].source) != 0)
+                continue;
+            if (regcomp(&t->unless[i], builtin_advice[a].pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+                batchfit__oom_table_free(t);
+                return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY,
+                                      "could not compile the built-in OOM pattern \"%s\"",
+                                      builtin_advice[a].pattern);
+            }
+            t->has_unless[i] = 1;
+        }
     }
     *out = t;
     return BATCHFIT_OK;
@@ -148,7 +179,9 @@ const char *batchfit__oom_match(const batchfit__oom_table *table, const char *li
     if (!table || !line)
         return NULL;
     for (size_t i = 0; i < table->count; i++)
-        if (regexec(&table->compiled[i], line, 0, NULL, 0) == 0)
+        if (regexec(&table->compiled[i], line, 0, NULL, 0) == 0 &&
+            !(i < BUILTIN_COUNT && table->has_unless[i] &&
+              regexec(&table->unless[i], line, 0, NULL, 0) == 0))
             return table->sources[i];
     return NULL;
 }

@@ -31,6 +31,26 @@ TEST(oom_every_builtin_row_matches_its_example)
               "NumPy MemoryError");
     CHECK_STR(batchfit__oom_match(t, "trainer: out of memory allocating 4096 bytes for x"),
               "CUDA C programs, generic");
+    /* PyTorch's CPU allocator, up to 1.x and since (a failing malloc under
+     * --enforce-address-space says this); a bare re-raised MemoryError. */
+    CHECK_STR(batchfit__oom_match(t, "RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. "
+                                     "DefaultCPUAllocator: can't allocate memory: you tried to "
+                                     "allocate 8589934592 bytes. Error code 12 (Cannot allocate "
+                                     "memory)"),
+              "PyTorch CPU allocator");
+    CHECK_STR(batchfit__oom_match(t, "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. "
+                                     "DefaultCPUAllocator: not enough memory: you tried to "
+                                     "allocate 4294967296 bytes."),
+              "PyTorch CPU allocator");
+    CHECK_STR(batchfit__oom_match(t, "MemoryError"), "Python MemoryError");
+    CHECK_STR(batchfit__oom_match(t, "[rank1]: torch.OutOfMemoryError: CUDA error: out of memory"),
+              "PyTorch OutOfMemoryError");
+    /* Advice names the failure; the failure itself still matches beside it. */
+    CHECK_STR(batchfit__oom_match(t, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                                     "20.00 MiB. If reserved but unallocated memory is large try "
+                                     "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
+                                     "avoid fragmentation."),
+              "PyTorch CUDA allocator");
     /* The plain-C family: each phrasing, beside its row's own example. */
     static const char *const c_family[][2] = {
         {"Error: Memory allocation failed at llmc/zero.cuh:120", "C allocation failure"},
@@ -59,6 +79,12 @@ TEST(oom_ordinary_lines_do_not_match)
         "RuntimeError: Expected all tensors to be on the same device",
         "Segmentation fault (core dumped)",
         "MemoryErrorHandler installed",
+        /* Lines that name an out-of-memory error without one being raised. */
+        "AssertionError: loss is nan (no MemoryError seen)",
+        "Warning: torch.cuda.OutOfMemoryError handler installed",
+        "INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "
+        "errors",
+        "hint: reduce the batch size to prevent out of memory crashes",
         /* Lines that mention memory or allocation without one failing. */
         "memory allocation: 2.1 GiB reserved for the KV cache",
         "Memory allocated: 5.2 GiB, max allocated: 6.0 GiB",
