@@ -315,27 +315,31 @@ unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
     return removed;
 }
 
+unsigned batchfit__cgroup_kill(const batchfit__cgroup *cg)
+{
+    unsigned killed = 0;
+    char file[BATCHFIT__CGROUP_PATH_MAX];
+    if (!cg->path[0] || batchfit__cgroup_file(cg, "cgroup.procs", file, sizeof file) != 0)
+        return 0;
+    FILE *f = fopen(file, "re");
+    long pid;
+    while (f && fscanf(f, "%ld", &pid) == 1)
+        if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+            killed++;
+    if (f)
+        fclose(f);
+    return killed;
+}
+
 /* Kills every process left in the cgroup, then removes it. */
 void batchfit__cgroup_destroy(batchfit__cgroup *cg)
 {
     if (!cg->path[0])
         return;
-    char file[BATCHFIT__CGROUP_PATH_MAX];
     for (int attempt = 0; attempt < 200; attempt++) {
         if (rmdir(cg->path) == 0 || errno == ENOENT)
             break;
-        int any = 0;
-        if (batchfit__cgroup_file(cg, "cgroup.procs", file, sizeof file) == 0) {
-            FILE *f = fopen(file, "re");
-            long pid;
-            while (f && fscanf(f, "%ld", &pid) == 1) {
-                kill((pid_t)pid, SIGKILL);
-                any = 1;
-            }
-            if (f)
-                fclose(f);
-        }
-        (void)any;
+        batchfit__cgroup_kill(cg);
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

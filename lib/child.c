@@ -558,16 +558,26 @@ static const char *signal_name(int sig)
     return "a signal";
 }
 
-/* Kills whatever of the trial is still alive: the process group, the
- * cgroup, and every descendant seen (checked by start time against pid
- * reuse); then reaps what became our children. */
-static void kill_everything(batchfit__runner *r, pid_t pgid)
+/* Stops the trial at once: its process group, every descendant seen
+ * (checked by start time against pid reuse: one that left the group with
+ * setsid() ran on to two and a half times the budget after the watchdog
+ * stopped the group), and everything in its cgroup. */
+static void stop_trial(batchfit__runner *r, pid_t pgid)
 {
     kill(-pgid, SIGKILL);
     const batchfit__proc_tree *tree = &r->tree;
     for (unsigned i = 0; i < tree->count; i++)
         if (batchfit__proc_alive(tree->member[i].pid, tree->member[i].start))
             kill((pid_t)tree->member[i].pid, SIGKILL);
+    batchfit__cgroup_kill(&r->cg);
+}
+
+/* Kills whatever of the trial is still alive (stop_trial), removes its
+ * cgroup, then reaps what became our children. */
+static void kill_everything(batchfit__runner *r, pid_t pgid)
+{
+    stop_trial(r, pgid);
+    const batchfit__proc_tree *tree = &r->tree;
     batchfit__cgroup_destroy(&r->cg);
     /* Those that were reparented to us are our children now: reap them
      * (waitpid fails at once with ECHILD for any that are not). */
@@ -726,7 +736,7 @@ static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
         return 0;
     }
     w->watchdog_stopped = 1;
-    kill(-pid, SIGKILL);
+    stop_trial(r, pid);
     return 0;
 }
 
@@ -763,21 +773,21 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
             nanosleep(&ts, NULL);
         }
         if (!w->done && !w->failed && (w->failed = sample_memory(r, pid, w)) != 0)
-            kill(-pid, SIGKILL); /* a trial that cannot be watched must not run on */
+            stop_trial(r, pid); /* a trial that cannot be watched must not run on */
         if (!w->done) {
             pid_t got = wait4(pid, &w->status, WNOHANG, &w->usage);
             if (got == pid) {
                 w->done = 1;
                 /* The trial is its main process: whatever it left behind
                  * goes now, so the pipes close and nothing is orphaned. */
-                kill(-pid, SIGKILL);
+                stop_trial(r, pid);
                 drain_deadline = batchfit__now() + 1.0;
             }
         }
         t = batchfit__now();
         if (batchfit__interrupt_pending() && !w->interrupted) {
             w->interrupted = 1;
-            kill(-pid, SIGKILL);
+            stop_trial(r, pid);
         }
         if (!w->done && r->opts.timeout_seconds > 0.0 && !w->timed_out &&
             t >= w->start + r->opts.timeout_seconds) {
@@ -786,7 +796,7 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
             kill(-pid, SIGTERM);
         }
         if (!w->done && w->timed_out && t >= w->term_sent + r->opts.kill_grace_seconds)
-            kill(-pid, SIGKILL);
+            stop_trial(r, pid);
         if (w->done && ((!open_fd[0] && !open_fd[1]) || t >= drain_deadline))
             break;
     }

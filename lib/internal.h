@@ -383,6 +383,9 @@ int batchfit__cgroup_resident(const batchfit__cgroup *cg, uint64_t *bytes);
 /* The kernel's high-water mark of the whole charge, page cache included. */
 int batchfit__cgroup_peak(const batchfit__cgroup *cg, uint64_t *bytes);
 int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count);
+/* Sends SIGKILL to every process in the cgroup (one pass; those forked
+ * meanwhile need another); returns how many it reached. */
+unsigned batchfit__cgroup_kill(const batchfit__cgroup *cg);
 void batchfit__cgroup_destroy(batchfit__cgroup *cg);
 /* Removes the trial cgroups under cg->parent whose owner (the pid in their
  * name) is gone, as a SIGKILLed batchfit leaves them, killing what still

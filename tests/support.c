@@ -61,3 +61,14 @@ batchfit_ctx *test_ctx(test_alloc_state *state)
     }
     return ctx;
 }
+
+batchfit_device *test_host(batchfit_ctx *ctx, batchfit_options *o, uint64_t budget_bytes)
+{
+    batchfit_device *host = NULL;
+    if (batchfit_device_open(ctx, "host", &host) != BATCHFIT_OK)
+        test_fail(__FILE__, __LINE__, "cannot open the host device: %s",
+                  batchfit_ctx_last_error(ctx));
+    batchfit_options_init(o);
+    o->memory_budget_bytes = budget_bytes;
+    return host;
+}

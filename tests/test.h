@@ -82,4 +82,8 @@ batchfit_allocator test_allocator(test_alloc_state *state);
 /* A context with the test allocator (state may be NULL: the default). */
 batchfit_ctx *test_ctx(test_alloc_state *state);
 
+/* The host device (a failed test when it cannot be opened: NULL), and o
+ * initialised with a memory budget of budget_bytes. */
+batchfit_device *test_host(batchfit_ctx *ctx, batchfit_options *o, uint64_t budget_bytes);
+
 #endif

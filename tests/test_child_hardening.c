@@ -474,23 +474,32 @@ TEST(child_shared_pages_count_once_without_a_cgroup)
 }
 
 /* #19: the overshoot of a trial the watchdog stopped is in the JSON. */
-TEST(child_watchdog_overshoot_is_in_the_json)
+/* Probes argv on the host under a 48 MiB budget with no spread, at most
+ * max_trials trials (0: no limit) up to requested_max (0: none). */
+static batchfit_result *probe_under_48_mib(batchfit_ctx *ctx, const char **argv,
+                                           unsigned max_trials, uint64_t requested_max)
 {
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *host = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
     batchfit_options o;
-    batchfit_options_init(&o);
-    o.memory_budget_bytes = UINT64_C(48) << 20;
+    batchfit_device *host = test_host(ctx, &o, UINT64_C(48) << 20);
     o.peak_spread = 0.0;
-    o.max_trials = 3;
+    if (max_trials)
+        o.max_trials = max_trials;
+    o.requested_max = requested_max;
     batchfit_command_options c;
     batchfit_command_options_init(&c);
-    /* 8 MiB fixed + 64 MiB per sample: every size past 0 passes the budget. */
-    const char *argv[] = {tool(), "grow", "65536", "8192", "{batch}", NULL};
     c.argv = argv;
     batchfit_result *r = NULL;
     batchfit_probe_command(ctx, &o, host, &c, &r);
+    batchfit_device_free(host);
+    return r;
+}
+
+TEST(child_watchdog_overshoot_is_in_the_json)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    /* 8 MiB fixed + 64 MiB per sample: every size past 0 passes the budget. */
+    const char *argv[] = {tool(), "grow", "65536", "8192", "{batch}", NULL};
+    batchfit_result *r = probe_under_48_mib(ctx, argv, 3, 0);
     const char *json = NULL;
     int stopped = 0;
     for (size_t i = 0; r && i < r->trial_count; i++)
@@ -508,6 +517,34 @@ TEST(child_watchdog_overshoot_is_in_the_json)
     CHECK(stopped > 0);
     CHECK_CONTAINS(json, needle);
     batchfit_result_free(r);
-    batchfit_device_free(host);
+    batchfit_ctx_free(ctx);
+}
+
+/* A worker that left the trial's process group (setsid) and ignores
+ * SIGTERM, growing 1 MiB every 2 ms past the budget: the watchdog stops it
+ * too, not only the group (it ran on while the output drained, to two and
+ * a half times the budget). */
+TEST(child_watchdog_stops_a_worker_in_its_own_session)
+{
+    char progress[256];
+    snprintf(progress, sizeof progress, "/tmp/batchfit-test-%ld-setsid", (long)getpid());
+    unlink(progress);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    const char *argv[] = {tool(), "setsid-grow", "1024", progress, "{batch}", NULL};
+    batchfit_result *r = probe_under_48_mib(ctx, argv, 0, 1);
+    CHECK(r != NULL);
+    CHECK(r && r->trial_count == 1 && r->trials[0].process.watchdog_stopped);
+    long reached = 0;
+    FILE *f = fopen(progress, "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fscanf(f, "%ld", &reached) == 1);
+        fclose(f);
+    }
+    /* Stopped within a few samples of the budget (48 MiB), not a second later. */
+    CHECK(reached >= 40);
+    CHECK(reached < 96);
+    unlink(progress);
+    batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }

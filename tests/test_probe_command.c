@@ -41,11 +41,8 @@ static int record(const batchfit_result *r, const batchfit_trial *t, void *userd
 TEST(probe_command_finds_the_largest_size_in_the_library)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *host = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
     batchfit_options o;
-    batchfit_options_init(&o);
-    o.memory_budget_bytes = UINT64_C(96) << 20;
+    batchfit_device *host = test_host(ctx, &o, UINT64_C(96) << 20);
     o.peak_spread = 0.0;
     progress_log log = {0, 0, 0};
     o.progress = record;
@@ -86,11 +83,8 @@ TEST(probe_command_finds_the_largest_size_in_the_library)
 TEST(probe_command_rejects_bad_input_before_running)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *host = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
     batchfit_options o;
-    batchfit_options_init(&o);
-    o.memory_budget_bytes = UINT64_C(64) << 20;
+    batchfit_device *host = test_host(ctx, &o, UINT64_C(64) << 20);
     batchfit_command_options c;
     batchfit_command_options_init(&c);
     batchfit_result *r = NULL;
@@ -124,11 +118,8 @@ TEST(probe_command_rejects_bad_input_before_running)
 TEST(probe_command_trial_that_did_not_run_is_an_error)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *host = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "host", &host), BATCHFIT_OK);
     batchfit_options o;
-    batchfit_options_init(&o);
-    o.memory_budget_bytes = UINT64_C(1) << 30;
+    batchfit_device *host = test_host(ctx, &o, UINT64_C(1) << 30);
     o.requested_max = 64;
     batchfit_command_options c;
     batchfit_command_options_init(&c);

@@ -271,6 +271,32 @@ int main(int argc, char **argv)
         sleep_ms(200);
         return 0;
     }
+    if (strcmp(mode, "setsid-grow") == 0 && argc > 3) {
+        /* A worker in its own session, deaf to SIGTERM, grows by 1 MiB
+         * every 2 ms up to argv[2] MiB and writes how far it got to
+         * argv[3]; the main process waits for it. */
+        pid_t worker = fork();
+        if (worker == 0) {
+            setsid();
+            signal(SIGTERM, SIG_IGN);
+            long limit = atol(argv[2]);
+            for (long mib = 1; mib <= limit; mib++) {
+                if (!touch_alloc((size_t)1 << 20))
+                    _exit(1);
+                FILE *f = fopen(argv[3], "w");
+                if (f) {
+                    fprintf(f, "%ld\n", mib);
+                    fclose(f);
+                }
+                sleep_ms(2);
+            }
+            for (;;)
+                pause();
+        }
+        int status = 0;
+        waitpid(worker, &status, 0);
+        return 0;
+    }
     if (strcmp(mode, "flood") == 0 && argc > 2) {
         long mib = atol(argv[2]);
         char line[128];
