@@ -995,7 +995,8 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     /* The cgroup's OOM-kill count is read for every trial: a process killed
      * under a wrapper leaves the wrapper's own exit status, not SIGKILL. */
     uint64_t kills = 0;
-    if (r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0 && kills > 0)
+    int kills_read = r->cg.path[0] && batchfit__cgroup_oom_kills(&r->cg, &kills) == 0;
+    if (kills_read && kills > 0)
         d->oom_killed = 1;
     /* Without a cgroup only the host's count is there: a trial that ended
      * badly while the out-of-memory killer killed on this host most likely
@@ -1003,9 +1004,12 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     uint64_t host_now = 0;
     int ended_badly = d->signal || (d->exited && d->exit_code != 0);
     if (!r->cg.path[0] && ended_badly && w->host_oom_known &&
-        batchfit__vmstat_oom_kills(&host_now) == 0 && host_now > w->host_oom_start) {
-        d->oom_killed = 1;
-        kills = host_now - w->host_oom_start;
+        batchfit__vmstat_oom_kills(&host_now) == 0) {
+        kills_read = 1;
+        if (host_now > w->host_oom_start) {
+            d->oom_killed = 1;
+            kills = host_now - w->host_oom_start;
+        }
     }
     batchfit__copy(d->oom_signature, sizeof d->oom_signature, o->oom_source);
     output_tail(o, d->tail, sizeof d->tail);
@@ -1026,9 +1030,14 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     }
     if (o->oom_source[0]) {
         trial->outcome = BATCHFIT_OOM;
-        /* What it had plus what it asked for is a lower bound on its need. */
-        trial->peak_bytes = r->gpu_count ? gpu_need(r, peak_bytes, o->tried_bytes)
-                                         : w->sampled_peak + o->tried_bytes;
+        /* What it had plus what it asked for is a lower bound on its need;
+         * on the host, what a GPU's allocator asked for is not host memory
+         * (a CUDA "Tried to allocate 2.00 GiB" read as 2 GiB of a 95 MiB
+         * host budget). */
+        uint64_t tried = r->gpu_count || !batchfit__oom_on_device(o->oom_source) ? o->tried_bytes
+                                                                                 : 0;
+        trial->peak_bytes = r->gpu_count ? gpu_need(r, peak_bytes, tried)
+                                         : w->sampled_peak + tried;
         trial->peak_known = trial->peak_bytes > 0;
         int room = (int)sizeof trial->message - 20 - (int)strlen(o->oom_source);
         snprintf(trial->message, sizeof trial->message, "out of memory (%s): %.*s",
@@ -1048,8 +1057,16 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
          * in (12 KiB short of a 48 MiB block held for a second, seen under
          * load), and a killed trial is read at its bound, where that
          * matters. */
-        snprintf(trial->message, sizeof trial->message,
-                 "killed by SIGKILL (status 137): the out-of-memory killer or a memory limit");
+        /* Where the kernel's count was read and shows no kill of its own,
+         * the SIGKILL came from outside: a memory limit another tool
+         * enforces (a scheduler's), or someone's kill -9. Still taken as
+         * out of memory, but said. */
+        snprintf(trial->message, sizeof trial->message, "%s",
+                 kills_read ? "killed by SIGKILL (status 137), with no out-of-memory kill "
+                              "recorded by the kernel: a memory limit enforced from outside "
+                              "(a scheduler's) or a kill by hand"
+                            : "killed by SIGKILL (status 137): the out-of-memory killer or a "
+                              "memory limit");
         return;
     }
     if (d->signal) {

@@ -419,6 +419,9 @@ int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex);
 void batchfit__oom_table_free(batchfit__oom_table *table);
 /* The source of the first row that matches the line, or NULL. */
 const char *batchfit__oom_match(const batchfit__oom_table *table, const char *line);
+/* Whether the built-in row source names a failure in an accelerator's
+ * memory (CUDA, ROCm, cuBLAS, cuDNN), not the host's. */
+int batchfit__oom_on_device(const char *source);
 /* The built-in rows, for documentation and tests: i from 0 while it
  * returns 1. */
 int batchfit__oom_builtin(size_t i, const char **source, const char **pattern,

@@ -83,6 +83,21 @@ static const oom_row builtin_advice[] = {
      "errors"},
 };
 
+/* Rows whose failure is in an accelerator's memory: the bytes their
+ * message says were asked for are device bytes, not the host's. */
+static const char *const device_rows[] = {
+    "PyTorch CUDA allocator", "PyTorch OutOfMemoryError", "PyTorch, older",
+    "PyTorch, raw CUDA call", "PyTorch on ROCm", "cuBLAS", "cuDNN", "cuDNN under memory pressure",
+};
+
+int batchfit__oom_on_device(const char *source)
+{
+    for (size_t i = 0; source && i < sizeof device_rows / sizeof device_rows[0]; i++)
+        if (strcmp(source, device_rows[i]) == 0)
+            return 1;
+    return 0;
+}
+
 #define BUILTIN_COUNT (sizeof builtin_rows / sizeof builtin_rows[0])
 #define USER_MAX 32
 

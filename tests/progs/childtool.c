@@ -273,22 +273,24 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "setsid-grow") == 0 && argc > 3) {
         /* A worker in its own session, deaf to SIGTERM, grows by 1 MiB
-         * every 2 ms up to argv[2] MiB and writes how far it got to
+         * every 10 ms up to argv[2] MiB and writes how far it got to
          * argv[3]; the main process waits for it. */
         pid_t worker = fork();
         if (worker == 0) {
             setsid();
             signal(SIGTERM, SIG_IGN);
             long limit = atol(argv[2]);
+            /* One fixed-width write in place a step: a kill between two
+             * leaves the last count whole (fopen's truncation did not). */
+            int progress = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0600);
             for (long mib = 1; mib <= limit; mib++) {
                 if (!touch_alloc((size_t)1 << 20))
                     _exit(1);
-                FILE *f = fopen(argv[3], "w");
-                if (f) {
-                    fprintf(f, "%ld\n", mib);
-                    fclose(f);
-                }
-                sleep_ms(2);
+                char count[16];
+                int len = snprintf(count, sizeof count, "%10ld\n", mib);
+                if (progress >= 0 && pwrite(progress, count, (size_t)len, 0) != len)
+                    _exit(1);
+                sleep_ms(10);
             }
             for (;;)
                 pause();
