@@ -1038,6 +1038,10 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
                                                                                  : 0;
         trial->peak_bytes = r->gpu_count ? gpu_need(r, peak_bytes, tried)
                                          : w->sampled_peak + tried;
+        /* It needed at least what it held at its peak, too (a trial that
+         * ended between two samples held more than they saw). */
+        if (!r->gpu_count && peak_bytes > trial->peak_bytes)
+            trial->peak_bytes = peak_bytes;
         trial->peak_known = trial->peak_bytes > 0;
         int room = (int)sizeof trial->message - 20 - (int)strlen(o->oom_source);
         snprintf(trial->message, sizeof trial->message, "out of memory (%s): %.*s",

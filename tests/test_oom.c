@@ -116,6 +116,14 @@ TEST(oom_user_patterns)
     CHECK_EQ(batchfit__oom_table_add(t, "arena exhausted \\([0-9]+\\)"), BATCHFIT_OK);
     CHECK_STR(batchfit__oom_match(t, "my framework: arena exhausted (42)"),
               "user pattern \"arena exhausted \\([0-9]+\\)\"");
+    /* A user's row is matched on every line, not only on those that name
+     * one of the words the built-in rows need ("memory", "alloc", ...). */
+    CHECK(batchfit__oom_match(t, "E1234: kaboom at step 7") == NULL);
+    CHECK_EQ(batchfit__oom_table_add(t, "kaboom"), BATCHFIT_OK);
+    CHECK_STR(batchfit__oom_match(t, "E1234: kaboom at step 7"), "user pattern \"kaboom\"");
+    /* The words are found in any case and anywhere on the line. */
+    CHECK_STR(batchfit__oom_match(t, "x CUDNN_STATUS_ALLOC_FAILED"), "cuDNN");
+    CHECK_STR(batchfit__oom_match(t, "Out of memory"), "CUDA C programs, generic");
     CHECK_EQ(batchfit__oom_table_add(t, "unbalanced (paren"), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "--oom-pattern");
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "\"unbalanced (paren\"");
