@@ -111,6 +111,18 @@ TEST(child_signals_and_exit_codes)
     CHECK_EQ(t.process.signal, SIGKILL);
     CHECK_EQ(t.process.exit_code, 137);
     CHECK_CONTAINS(t.message, "SIGKILL");
+    /* Without a cgroup the host's out-of-memory count is read: a SIGKILL it
+     * does not count came from outside, and the message says so (unless
+     * the kernel killed something else on this host meanwhile). */
+    uint64_t before = 0, after = 0;
+    if (batchfit__vmstat_oom_kills(&before) == 0) {
+        batchfit__runner_options off = o;
+        off.cgroups = BATCHFIT_CGROUPS_OFF;
+        CHECK_EQ(trial(&off, kill9, 1, &t), BATCHFIT_OK);
+        CHECK_EQ(t.outcome, BATCHFIT_OOM);
+        if (batchfit__vmstat_oom_kills(&after) == 0 && after == before)
+            CHECK_CONTAINS(t.message, "no out-of-memory kill recorded");
+    }
 
     const char *segv[] = {tool(), "signal", "segv", NULL};
     CHECK_EQ(trial(&o, segv, 1, &t), BATCHFIT_OK);
