@@ -39,6 +39,12 @@
 /* How many times its own rise a line through the points may be carried to
  * the threshold before the rise counts as noise (see propose_model). */
 #define EXTRAPOLATE_AT_MOST 64.0
+/* A coin toss at the next size that quiet points leave (the line puts it
+ * within their scatter of the threshold) is run where that size is at
+ * least this share larger than lo: at small sizes one step is a large part
+ * of the batch (4 against bisection's 5), and a trial buys it; past them a
+ * step is within the one-step rule and not worth one. */
+#define TOSS_WORTH_A_TRIAL 0.05
 
 typedef struct search {
     batchfit_ctx *ctx;
@@ -749,21 +755,44 @@ static int continues_past_lo(const double *x, const double *y, unsigned n, doubl
  * than the fit, their slope from lo's own reading counts too, and the
  * lower value is taken. Only the top three: any quiet triple would make
  * every noisy program whose prior was refuted by chance run on. */
+static double quiet_top3_slope(const double *x, const double *y, unsigned n, double quiet_below)
+{
+    if (!(quiet_below > 0.0) || n < 3)
+        return 0.0;
+    batchfit_fit top3;
+    batchfit__fit_line(x + n - 3, y + n - 3, 3, &top3);
+    return top3.valid && top3.max_residual_bytes < quiet_below ? top3.bytes_per_sample : 0.0;
+}
+
+/* The slope to carry from lo's own reading to lo + 1. With lo the top
+ * point and the top three quiet on their own but rising more slowly than
+ * the fit, a jump below them steepened the fit (a workspace at batch 2
+ * made a line of 8.6 GiB a sample read 9.7, put batch 5 over the threshold
+ * by 0.6% and stopped the search at 4, where 5 fits): their own slope. */
+static double slope_from_lo(const double *x, const double *y, unsigned n, double lo_x,
+                            double top_x, double slope, double quiet_below)
+{
+    double top3 = lo_x == top_x ? quiet_top3_slope(x, y, n, quiet_below) : 0.0;
+    return top3 > 0.0 && top3 < slope ? top3 : slope;
+}
+
 static double line_at_next(const double *x, const double *y, unsigned n, double lo_x,
                            double next_x, double top_x, double top_y, double slope,
                            double quiet_below)
 {
     double at = top_y + slope * (next_x - top_x);
     unsigned il = index_of(x, n, lo_x);
-    if (quiet_below > 0.0 && n >= 3 && lo_x < top_x && il < n) {
-        batchfit_fit top3;
-        batchfit__fit_line(x + n - 3, y + n - 3, 3, &top3);
-        if (top3.valid && top3.max_residual_bytes < quiet_below && top3.bytes_per_sample > slope) {
-            double local = y[il] + top3.bytes_per_sample * (next_x - lo_x);
-            if (local < at)
-                at = local;
-        }
+    if (il >= n)
+        return at;
+    double top3 = quiet_top3_slope(x, y, n, quiet_below);
+    if (lo_x < top_x && top3 > slope) {
+        double local = y[il] + top3 * (next_x - lo_x);
+        if (local < at)
+            at = local;
     }
+    double carried = slope_from_lo(x, y, n, lo_x, top_x, slope, quiet_below);
+    if (carried < slope)
+        at = y[il] + carried * (next_x - lo_x);
     return at;
 }
 
@@ -1118,7 +1147,8 @@ static int propose_model(search *s, int64_t *next)
              * it a few tenths of a percent under the points at the
              * threshold, and the band was never reached (fifteen trials,
              * one coin toss at a time). */
-            double local = y[il] + slope * (next_x - lo_x);
+            double local =
+                y[il] + slope_from_lo(x, y, n, lo_x, top_x, slope, quiet_below) * (next_x - lo_x);
             if (local > predicted)
                 predicted = local;
         }
@@ -1134,12 +1164,14 @@ static int propose_model(search *s, int64_t *next)
          * rounding, that band is under one lattice step wide and the answer
          * is at most one step short of where a re-run decides. */
         if (predicted > s->aim - scatter) {
-            /* Unless that band (2 scatter) is the declared prior, not
-             * refuted, under two sizes wide, and the line puts the next
-             * size no more than the scatter over the threshold: a coin
-             * toss that close is cheaper to run than to guess. */
-            if (quiet || predicted - scatter > s->safe_budget ||
-                scatter > slope * (next_x - lo_x))
+            /* Unless that band (2 scatter) is under two sizes wide and the
+             * line puts the next size no more than the scatter over the
+             * threshold: a coin toss that close is cheaper to run than to
+             * guess, where the band is the declared prior (not refuted)
+             * or, from quiet points, where the next size is worth a trial
+             * (TOSS_WORTH_A_TRIAL). */
+            if ((quiet && next_x - lo_x < TOSS_WORTH_A_TRIAL * lo_x) ||
+                predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x))
                 return 1;
             *next = s->lo + 1;
             return 0;

@@ -1205,3 +1205,37 @@ TEST(search_parallel_errors_limits_and_arguments)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* A workspace at batch 2 (32 GiB + 8.6 GiB a sample, 3.68 GiB more from 2
+ * on, a 0.15% wander) under the host's 5%: the top three points are quiet
+ * and rise 8.6 GiB a size, but the line through all four is steepened by
+ * the workspace below them (9.7 GiB a size), put batch 5 over the
+ * threshold by 0.6% and stopped the search at 4, where bisection finds 5.
+ * Their own slope carries lo's reading to lo + 1. */
+TEST(search_model_a_jump_below_quiet_points_does_not_steepen_their_line)
+{
+    const double gib = 1073741824.0;
+    curve_oracle c = measured_line(32.0 * gib, 8.6 * gib, 87.5 * gib);
+    c.wander = 0.0015;
+    c.jump_at = 2;
+    c.jump_bytes = 3.68 * gib;
+    batchfit_result *r = both_find(&c, 0.05, 5);
+    CHECK(r != NULL);
+    CHECK(r && r->trial_count <= 6);
+    batchfit_result_free(r);
+}
+
+/* A deterministic line (20 GiB + 4 GiB a sample, a 0.1% wander) under the
+ * host's 5%: quiet points put batch 8 just over the threshold, within
+ * their scatter; a coin toss, and at 8 one step is an eighth of the
+ * batch: it is run (it fits), where the search stopped at 7 before. */
+TEST(search_model_runs_a_coin_toss_worth_a_trial)
+{
+    const double gib = 1073741824.0;
+    curve_oracle c = measured_line(20.0 * gib, 4.0 * gib, 57.5 * gib);
+    c.wander = 0.001;
+    batchfit_result *r = both_find(&c, 0.05, 8);
+    CHECK(r != NULL);
+    CHECK(r && r->trial_count <= 6);
+    batchfit_result_free(r);
+}
