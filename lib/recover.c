@@ -5,6 +5,7 @@
  * of clean steps. */
 #include "internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -30,21 +31,49 @@ void batchfit_recover_options_init(batchfit_recover_options *opts)
     opts->max_retries = 8;
 }
 
-/* micro_batch m for the global batch: ceil(G / m) steps, the last one
- * holding what remains. */
-static void make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro)
+/* Candidate micro-batches make_plan tries below the one asked for. */
+#define PLAN_TRIES (1u << 20)
+
+/* Micro-batches of m for the global batch G: ceil(G / m) steps, the last
+ * holding what remains, and every one (the last too) at least min: a
+ * BatchNorm layer that needs two samples fails on a last micro-batch of 1.
+ * Where G's remainder under m is smaller, the largest smaller m whose
+ * remainder is not (10 with 4 at least 4 has none: 4 + 4 + 2). Returns 0
+ * when there is none, or the steps would not fit the plan's count. */
+static int make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro, uint64_t min)
 {
     if (micro > global)
         micro = global;
-    p->micro_batch = micro;
-    p->accumulation = (unsigned)((global + micro - 1) / micro);
-    p->last_micro_batch = global - micro * (p->accumulation - 1);
-    p->effective_batch = global;
+    for (uint64_t m = micro, tries = 0; m >= min && m > 0 && tries < PLAN_TRIES; m--, tries++) {
+        uint64_t steps = global / m + (global % m != 0);
+        if (steps > UINT_MAX)
+            return 0; /* a smaller m only takes more */
+        uint64_t last = global - m * (steps - 1);
+        if (last >= min) {
+            p->micro_batch = m;
+            p->accumulation = (unsigned)steps;
+            p->last_micro_batch = last;
+            p->effective_batch = global;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int no_plan(batchfit_recover *r, int code, uint64_t micro)
+{
+    return batchfit__fail(r->ctx, code,
+                          "recover: the global batch of %llu does not split into micro-batches of "
+                          "at most %llu and at least the minimum of %llu%s",
+                          (unsigned long long)r->opts.global_batch, (unsigned long long)micro,
+                          (unsigned long long)r->opts.min_batch,
+                          code == BATCHFIT_E_MIN_DOES_NOT_FIT ? "; giving up" : "");
 }
 
 static int apply(batchfit_recover *r, uint64_t micro, const char *why)
 {
-    make_plan(&r->plan, r->opts.global_batch, micro);
+    if (!make_plan(&r->plan, r->opts.global_batch, micro, r->opts.min_batch))
+        return no_plan(r, BATCHFIT_E_MIN_DOES_NOT_FIT, micro);
     batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
                   "recover: micro-batch %llu x %u accumulation steps (the last of %llu) keeps the "
                   "effective batch at %llu: %s",
@@ -85,8 +114,13 @@ int batchfit_recover_create(batchfit_ctx *ctx, const batchfit_recover_options *o
     uint64_t start = opts->micro_batch < min ? min : opts->micro_batch;
     r->start_micro = start > opts->global_batch ? opts->global_batch : start;
     r->grow_wait = opts->grow_after;
-    make_plan(&r->plan, opts->global_batch, r->start_micro);
     r->last_good_micro = 0;
+    if (!make_plan(&r->plan, opts->global_batch, r->start_micro, min)) {
+        int rc = no_plan(r, BATCHFIT_E_INVALID_ARGUMENT, r->start_micro);
+        batchfit__free(&ctx->allocator, r);
+        return rc;
+    }
+    r->start_micro = r->plan.micro_batch;
     *out = r;
     return BATCHFIT_OK;
 }
@@ -156,7 +190,9 @@ int batchfit_recover_oom(batchfit_recover *r, uint64_t available_bytes)
                               (unsigned long long)m);
     if (++r->retries > r->opts.max_retries)
         return batchfit__fail(r->ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
-                              "recover: %u reductions in a row without a clean step; giving up",
+                              "recover: out of memory after %u reduction%s in a row without a "
+                              "clean step (max_retries %u); giving up",
+                              r->opts.max_retries, r->opts.max_retries == 1 ? "" : "s",
                               r->opts.max_retries);
     uint64_t next = m / 2;
     char why[200];

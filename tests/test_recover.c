@@ -7,6 +7,7 @@ typedef struct resizes {
     int calls;
     batchfit_recover_plan last;
     int stop;
+    uint64_t min; /* the minimum micro-batch make() asks for; 0: the default */
 } resizes;
 
 static int on_resize(const batchfit_recover_plan *plan, void *userdata)
@@ -26,6 +27,8 @@ static batchfit_recover *make(batchfit_ctx *ctx, uint64_t global, uint64_t micro
     o.micro_batch = micro;
     o.resize = on_resize;
     o.userdata = rs;
+    if (rs->min)
+        o.min_batch = rs->min;
     if (tweak)
         tweak(&o);
     batchfit_recover *r = NULL;
@@ -194,6 +197,72 @@ TEST(recover_rejects_bad_options_and_survives_allocation_failure)
     CHECK(r == NULL);
     batchfit_ctx_free(ctx);
     CHECK_EQ(st.outstanding, 0);
+}
+
+/* Every micro-batch, the last too, holds at least the minimum (a layer
+ * that needs two samples fails on a last micro-batch of 1): where the
+ * remainder would be smaller, a smaller micro-batch whose remainder is not;
+ * where none is, the search gives up (or the options are refused) saying
+ * why. The sizes always add up to the global batch. */
+TEST(recover_last_micro_batch_holds_the_minimum)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    resizes rs = {0};
+    rs.min = 2;
+    /* 9 in 8s at least 2: 8 + 1 would leave 1; 7 + 2 does not. */
+    batchfit_recover *r = make(ctx, 9, 8, &rs, NULL);
+    CHECK(r != NULL);
+    const batchfit_recover_plan *p = batchfit_recover_get(r);
+    CHECK_EQ(p->micro_batch, 7);
+    CHECK_EQ(p->last_micro_batch, 2);
+    CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 9);
+    batchfit_recover_free(r);
+    /* 100 halved down to 6, 3 at least 2: 6 x 16 + 4, then 3 x 33 + 1 is 2 x 50. */
+    r = make(ctx, 100, 100, &rs, NULL);
+    p = batchfit_recover_get(r);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+        CHECK(p->last_micro_batch >= 2);
+        CHECK(p->last_micro_batch <= p->micro_batch);
+        CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 100);
+    }
+    CHECK_EQ(p->micro_batch, 2);
+    CHECK_EQ(p->accumulation, 50);
+    batchfit_recover_free(r);
+    /* 10 at least 4: 5 + 5 runs; out of memory there leaves 4 + 4 + 2 or
+     * nothing, and the recovery gives up, naming the split. */
+    rs.min = 4;
+    r = make(ctx, 10, 10, &rs, NULL);
+    p = batchfit_recover_get(r);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 5);
+    CHECK_EQ(p->last_micro_batch, 5);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "does not split");
+    CHECK_EQ(p->micro_batch, 5);
+    batchfit_recover_free(r);
+    /* From the start: 10 in 4s at least 4 is refused. */
+    batchfit_recover_options o;
+    batchfit_recover_options_init(&o);
+    o.global_batch = 10;
+    o.micro_batch = 4;
+    o.min_batch = 4;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "does not split");
+    /* More micro-batches than a plan counts: refused, not wrapped. */
+    o.global_batch = UINT64_C(1) << 40;
+    o.micro_batch = 2;
+    o.min_batch = 1;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    o.global_batch = UINT64_MAX;
+    o.micro_batch = UINT64_MAX - 1;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_OK);
+    p = batchfit_recover_get(r);
+    CHECK_EQ(p->accumulation, 2);
+    CHECK_EQ(p->last_micro_batch, 1);
+    batchfit_recover_free(r);
+    batchfit_ctx_free(ctx);
 }
 
 /* Runs the example trainer and returns its last line. */

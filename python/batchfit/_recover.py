@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from . import _lib
-from ._core import _Context, is_out_of_memory
+from ._core import _Context, _count, is_out_of_memory
 from ._errors import error_for
 from ._lib import lib
 from ._result import Fit, Result
@@ -55,11 +55,13 @@ class Recovery:
         self._resize_fn = _lib.RESIZE_FN(self._resize)
         opts = _lib.RecoverOptions()
         lib.batchfit_recover_options_init(byref(opts))
-        opts.global_batch = global_batch
-        opts.micro_batch = global_batch if micro_batch is None else micro_batch
-        opts.min_batch = min_batch
-        opts.max_retries = max_retries
-        opts.grow_after = grow_after
+        # Checked here: ctypes would wrap -1 to 2**64 - 1 without a word.
+        opts.global_batch = _count(global_batch, "Recovery: global_batch", allow_none=False)
+        opts.micro_batch = (opts.global_batch if micro_batch is None
+                            else _count(micro_batch, "Recovery: micro_batch", allow_none=False))
+        opts.min_batch = _count(min_batch, "Recovery: min_batch", allow_none=False)
+        opts.max_retries = _small(max_retries, "Recovery: max_retries")
+        opts.grow_after = _small(grow_after, "Recovery: grow_after")
         if isinstance(fit, Result):
             fit = fit.fit
         if fit is not None:
@@ -94,21 +96,25 @@ class Recovery:
     @property
     def plan(self) -> Plan:
         """The plan for the next optimizer step."""
+        return _plan(lib.batchfit_recover_get(self._open()).contents)
+
+    def _open(self) -> Any:
         if not self._ptr:
             raise error_for(1, "Recovery: closed")
-        return _plan(lib.batchfit_recover_get(self._ptr).contents)
+        return self._ptr
 
     def step_ok(self) -> bool:
         """A step ran to the end; True when the plan changed (grew back)."""
         changed = c_int()
-        self._check(lib.batchfit_recover_step_ok(self._ptr, byref(changed)))
+        self._check(lib.batchfit_recover_step_ok(self._open(), byref(changed)))
         return bool(changed.value)
 
     def out_of_memory(self, available_bytes: int = 0) -> Plan:
         """A step ran out of memory: the plan to retry it with. ``available_bytes`` is what the
         step may use now, when known (with the probe's fit the new micro-batch is the largest
         predicted to fit in it; otherwise the micro-batch is halved)."""
-        self._check(lib.batchfit_recover_oom(self._ptr, available_bytes))
+        available = _count(available_bytes, "Recovery.out_of_memory: available_bytes")
+        self._check(lib.batchfit_recover_oom(self._open(), available))
         return self.plan
 
     is_out_of_memory = staticmethod(is_out_of_memory)
@@ -131,6 +137,14 @@ class Recovery:
             self.close()
         except Exception:
             pass
+
+
+def _small(value: int, what: str) -> int:
+    """A count the C side keeps in an unsigned int."""
+    n = _count(value, what, allow_none=False)
+    if n > 2**32 - 1:
+        raise error_for(1, f"{what}: {n} is too large (at most {2**32 - 1})")
+    return n
 
 
 def _plan(p: Any) -> Plan:

@@ -356,6 +356,26 @@ def test_recovery_refuses_below_the_minimum():
             rec.out_of_memory()
 
 
+def test_recovery_checks_its_counts_and_keeps_the_minimum():
+    # ctypes would wrap -1 into 2**64 - 1: each count is checked first, naming it.
+    for kwargs, what in (({"global_batch": -1, "micro_batch": 8}, "global_batch"),
+                         ({"global_batch": 8, "micro_batch": -1}, "micro_batch"),
+                         ({"global_batch": 8, "max_retries": -1}, "max_retries"),
+                         ({"global_batch": 8, "grow_after": 2**32}, "grow_after"),
+                         ({"global_batch": 8.0}, "global_batch")):
+        with pytest.raises(batchfit.InvalidArgument, match=what):
+            batchfit.Recovery(**kwargs)
+    rec = batchfit.Recovery(global_batch=9, micro_batch=8, min_batch=2)
+    assert rec.plan.micro_batches() == [7, 2]  # not 8 + 1: every micro-batch holds two
+    with pytest.raises(batchfit.InvalidArgument, match="available_bytes"):
+        rec.out_of_memory(-1)
+    rec.close()
+    with pytest.raises(batchfit.InvalidArgument, match="closed"):
+        rec.step_ok()
+    with pytest.raises(batchfit.InvalidArgument, match="closed"):
+        rec.out_of_memory()
+
+
 def test_recovery_resize_callback_exception_is_reraised():
     def resize(plan):
         raise RuntimeError("loader broke")
