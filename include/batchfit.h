@@ -826,6 +826,12 @@ BATCHFIT_API int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_option
  * less: SIGINT); the result records it (interrupt_signal) and the JSON's
  * exit_code is 128 plus it. The request is consumed by the probe it stops. */
 BATCHFIT_API void batchfit_interrupt(int signal_number);
+/* Withdraws a request that no probe consumed (one that came after the last
+ * trial, or between probes) and returns its signal number, 0 when there was
+ * none. A binding that raises its own interrupt once the call returns
+ * (Python's KeyboardInterrupt) takes it, so that the next, unrelated probe
+ * does not stop on it. Async-signal-safe. */
+BATCHFIT_API int batchfit_interrupt_take(void);
 
 /* A result that records a probe which never started because the caller
  * found its input bad (status = code, error = message, complete): for

@@ -21,3 +21,10 @@ void batchfit__interrupt_clear(void)
 {
     requested = 0;
 }
+
+int batchfit_interrupt_take(void)
+{
+    int signal_number = requested;
+    requested = 0;
+    return signal_number;
+}

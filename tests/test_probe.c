@@ -3,6 +3,7 @@
 #include "../bench/profiles.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 
 /* A step that wraps the sim device's synthetic step and counts its
@@ -225,6 +226,27 @@ TEST(probe_abort_from_callback_releases_once)
     CHECK_EQ(f.step.runs, 1);
     CHECK_EQ(f.result->trial_count, 1);
     CHECK(device_is_clean(f.dev));
+    fixture_close(&f);
+}
+
+/* A request no probe consumes waits for the next one (the documented
+ * contract); batchfit_interrupt_take() withdraws it, returning its signal,
+ * and the next probe runs. */
+TEST(probe_interrupt_waits_for_the_next_probe_unless_taken)
+{
+    fixture f;
+    CHECK(fixture_open(&f, SPEC));
+    CHECK_EQ(batchfit_interrupt_take(), 0);
+    batchfit_interrupt(SIGTERM);
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_ABORTED);
+    CHECK(f.result->interrupted);
+    CHECK_EQ(f.result->interrupt_signal, SIGTERM);
+    CHECK_EQ(batchfit_interrupt_take(), 0); /* consumed by the probe it stopped */
+    batchfit_interrupt(0);
+    CHECK_EQ(batchfit_interrupt_take(), SIGINT);
+    CHECK_EQ(batchfit_interrupt_take(), 0);
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK(!f.result->interrupted);
     fixture_close(&f);
 }
 

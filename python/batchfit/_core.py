@@ -395,6 +395,15 @@ class _StepCall:
         self.exception: Optional[BaseException] = None
         self.cuda_index: Optional[int] = None
         self.torch: Any = None
+        self.in_user_code = False    # the user's own code is running (see _SigintDuringProbe)
+
+    def _user(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Calls the user's code: a Ctrl-C meanwhile is raised in it, as Python would."""
+        try:
+            self.in_user_code = True
+            return fn(*args)
+        finally:
+            self.in_user_code = False
 
     def use_device(self, spec: str) -> None:
         torch = sys.modules.get("torch")
@@ -402,6 +411,7 @@ class _StepCall:
             self.torch, self.cuda_index = torch, int(spec[5:])
 
     def _keep(self, exc: BaseException) -> None:
+        self.in_user_code = False  # a Ctrl-C raised on _user's way out left it set
         if self.exception is None:
             self.exception = exc
         if isinstance(exc, KeyboardInterrupt):
@@ -411,11 +421,11 @@ class _StepCall:
     def build(self, userdata: Any, device: Any, state: Any, msg: Any, msg_len: int) -> int:
         try:
             state[0] = None
-            owner = self.factory()
+            owner = self._user(self.factory)
             if hasattr(owner, "release"):
                 self.owner, self.step, self.release_with = owner, owner, "release"
             elif hasattr(owner, "__enter__") and hasattr(owner, "__exit__"):
-                step = owner.__enter__()
+                step = self._user(owner.__enter__)
                 self.owner, self.step, self.release_with = owner, step, "__exit__"
             else:
                 self.owner, self.step, self.release_with = owner, owner, None
@@ -443,7 +453,7 @@ class _StepCall:
             torch, index = self.torch, self.cuda_index
             if torch is not None:
                 torch.cuda.reset_peak_memory_stats(index)
-            peak = self.step.run(int(batch))
+            peak = self._user(self.step.run, int(batch))
             if torch is not None:
                 torch.cuda.synchronize(index)
                 rep.peak_known, rep.peak_bytes = 1, int(torch.cuda.max_memory_reserved(index))
@@ -469,7 +479,7 @@ class _StepCall:
         try:
             hook = getattr(self.step, "on_out_of_memory", None)
             if hook is not None:
-                hook()
+                self._user(hook)
             gc.collect()
             if self.torch is not None:
                 self.torch.cuda.empty_cache()
@@ -482,9 +492,9 @@ class _StepCall:
         self.owner = self.step = self.release_with = None
         try:
             if how == "release":
-                owner.release()
+                self._user(owner.release)
             elif how == "__exit__":
-                owner.__exit__(None, None, None)
+                self._user(owner.__exit__, None, None, None)
         except BaseException as exc:
             self._keep(exc)
         finally:
@@ -497,6 +507,45 @@ class _StepCall:
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.empty_cache()
+
+
+class _SigintDuringProbe:
+    """While an in-process probe runs (main thread, Python's own Ctrl-C handler in place): a
+    Ctrl-C inside the user's code (the factory, the step, release) raises KeyboardInterrupt
+    there, as Python would, and the callback that called it keeps it; anywhere else (the
+    library's C frames, a callback's own first lines) it only asks the library to stop, and is
+    raised once the library returns. Raised there by Python's handler, it escaped the callback
+    (ctypes reports and drops such an exception): lost, or left the library's request behind to
+    stop the next, unrelated probe."""
+
+    def __init__(self, call: "_StepCall") -> None:
+        self.call = call
+        self.previous: Any = None
+        self.installed = False
+        self.pending = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.call.in_user_code:
+            raise KeyboardInterrupt
+        self.pending = True
+        lib.batchfit_interrupt(int(signal.SIGINT))
+
+    def __enter__(self) -> "_SigintDuringProbe":
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is signal.default_int_handler:  # a handler of the user's own stays
+                signal.signal(signal.SIGINT, self._handler)
+                self.previous, self.installed = previous, True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.installed:
+            signal.signal(signal.SIGINT, self.previous)
+            self.installed = False
+        if self.pending and exc[0] is not None and not issubclass(exc[0], KeyboardInterrupt):
+            # An error on the way (an option, the device) would hide the Ctrl-C: it wins.
+            lib.batchfit_interrupt_take()
+            raise KeyboardInterrupt
 
 
 def _result_of(ctx: _Context, out: c_void_p) -> Optional[Result]:
@@ -575,7 +624,11 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     if no_device is None:
         no_device = "fallback" if device == "auto" else "error"
     label = name if name is not None else getattr(step_factory, "__qualname__", None)
-    with _OneProbe(), _Context() as ctx:
+    # Outermost: a Ctrl-C outside the user's code waits until the probe lock is released and
+    # the library's objects are freed (one landing in the lock's release left it held, and every
+    # later probe hung).
+    sigint = _SigintDuringProbe(call)
+    with sigint, _OneProbe(), _Context() as ctx:
         opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
                         sample_count=sample_count, margin=margin, memory_budget=memory_budget,
                         lattice=lattice, strategy=strategy, max_trials=max_trials,
@@ -604,7 +657,10 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
             call.free()
     exc, call.exception = call.exception, None
     del call, step
-    if getattr(_log_interrupt, "pending", False):
+    # A request the probe did not consume (it came after the last trial, or from release() or a
+    # log line on the way out) is this call's to raise, not the next probe's to stop on.
+    left = lib.batchfit_interrupt_take()
+    if getattr(_log_interrupt, "pending", False) or sigint.pending or left:
         _log_interrupt.pending = False
         if exc is None:
             exc = KeyboardInterrupt()
@@ -721,7 +777,10 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
             result = _result_of(ctx, out)
         finally:
             lib.batchfit_device_free(dev)
-    if result is not None and result.interrupted:
+    # A Ctrl-C after the last trial reached the library but stopped nothing: it is raised here,
+    # not left to stop the next probe.
+    left = lib.batchfit_interrupt_take()
+    if (result is not None and result.interrupted) or left:
         raise KeyboardInterrupt(message)
     if rc != 0:
         raise error_for(rc, message, result)

@@ -131,6 +131,7 @@ _PROTOTYPES = {
     "batchfit_result_from_json": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p)]),
     "batchfit_result_free": (None, [c_void_p]),
     "batchfit_interrupt": (None, [c_int]),
+    "batchfit_interrupt_take": (c_int, []),
     "batchfit_recover_options_init": (None, [POINTER(RecoverOptions)]),
     "batchfit_recover_create": (c_int, [c_void_p, POINTER(RecoverOptions), POINTER(c_void_p)]),
     "batchfit_recover_free": (None, [c_void_p]),
