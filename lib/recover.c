@@ -199,9 +199,13 @@ int batchfit_recover_oom(batchfit_recover *r, uint64_t available_bytes)
     snprintf(why, sizeof why, "out of memory at micro-batch %llu: halved",
              (unsigned long long)m);
     const batchfit_fit *f = &r->opts.fit;
-    if (available_bytes && f->valid && f->bytes_per_sample > 0.0 &&
-        (double)available_bytes > f->intercept_bytes) {
-        double fits = floor(((double)available_bytes - f->intercept_bytes) / f->bytes_per_sample);
+    /* The curve less its largest residual: the probe's points strayed that
+     * far from it, and a size whose predicted peak is exactly what is
+     * available fails on the first such point. */
+    double room = (double)available_bytes - f->intercept_bytes -
+                  (f->max_residual_bytes > 0.0 ? f->max_residual_bytes : 0.0);
+    if (available_bytes && f->valid && f->bytes_per_sample > 0.0 && room > 0.0) {
+        double fits = floor(room / f->bytes_per_sample);
         if (fits >= 1.0 && fits < (double)m) {
             next = (uint64_t)fits;
             snprintf(why, sizeof why,

@@ -82,6 +82,12 @@ static void with_curve(batchfit_recover_options *o)
     o->max_retries = 3;
 }
 
+static void with_curve_and_residual(batchfit_recover_options *o)
+{
+    with_curve(o);
+    o->fit.max_residual_bytes = 100;
+}
+
 TEST(recover_uses_the_curve_and_gives_up_at_the_minimum)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
@@ -101,6 +107,14 @@ TEST(recover_uses_the_curve_and_gives_up_at_the_minimum)
     CHECK_EQ(p->micro_batch, 4);
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_MIN_DOES_NOT_FIT);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "minimum micro-batch of 4");
+    batchfit_recover_free(r);
+
+    /* The curve less its largest residual (100 bytes): 1000 + 100 m + 100
+     * <= 5050 is m = 39, where the line alone says 40. */
+    r = make(ctx, 256, 64, &rs, with_curve_and_residual);
+    p = batchfit_recover_get(r);
+    CHECK_EQ(batchfit_recover_oom(r, 5050), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 39);
     batchfit_recover_free(r);
 
     /* A bounded number of reductions without a clean step. */

@@ -494,7 +494,13 @@ class _StepCall:
             if how == "release":
                 self._user(owner.release)
             elif how == "__exit__":
-                self._user(owner.__exit__, None, None, None)
+                # The exception that stopped the search, as a with-block's __exit__ sees it
+                # (its return value is not asked: the exception is raised to the caller).
+                exc = self.exception
+                if exc is None:
+                    self._user(owner.__exit__, None, None, None)
+                else:
+                    self._user(owner.__exit__, type(exc), exc, exc.__traceback__)
         except BaseException as exc:
             self._keep(exc)
         finally:

@@ -100,6 +100,18 @@ def test_context_manager_step_is_entered_and_exited():
     assert result.batch_size == 90
     assert events == ["enter", ("exit", (None, None, None))]
 
+    # A bug that stopped the search reaches __exit__ as a with-block's would, and the caller.
+    class Buggy(Managed):
+        def __enter__(self):
+            events.append("enter")
+            return LinearStep(error=ValueError, limit=50 * MIB)
+
+    events.clear()
+    with pytest.raises(ValueError):
+        probe(Buggy)
+    assert events[0] == "enter" and events[1][0] == "exit"
+    assert events[1][1][0] is ValueError and isinstance(events[1][1][1], ValueError)
+
 
 def _weak_probe(step_cls, **kw):
     refs = []
