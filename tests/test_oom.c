@@ -82,8 +82,8 @@ TEST(oom_ordinary_lines_do_not_match)
         /* Lines that name an out-of-memory error without one being raised. */
         "AssertionError: loss is nan (no MemoryError seen)",
         "Warning: torch.cuda.OutOfMemoryError handler installed",
-        "INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "
-        "errors",
+        ("INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "
+         "errors"),
         "hint: reduce the batch size to prevent out of memory crashes",
         /* Lines that mention memory or allocation without one failing. */
         "memory allocation: 2.1 GiB reserved for the KV cache",
