@@ -1030,12 +1030,14 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
     }
     if (o->oom_source[0]) {
         trial->outcome = BATCHFIT_OOM;
-        /* What it had plus what it asked for is a lower bound on its need;
-         * on the host, what a GPU's allocator asked for is not host memory
-         * (a CUDA "Tried to allocate 2.00 GiB" read as 2 GiB of a 95 MiB
-         * host budget). */
-        uint64_t tried = r->gpu_count || !batchfit__oom_on_device(o->oom_source) ? o->tried_bytes
-                                                                                 : 0;
+        /* What it had plus what it asked for is a lower bound on its need,
+         * in the memory it was asked of: on the host, what a GPU's allocator
+         * asked for is not host memory (a CUDA "Tried to allocate 2.00 GiB"
+         * read as 2 GiB of a 95 MiB host budget), nor on a GPU a host
+         * allocator's request device memory. */
+        int elsewhere = r->gpu_count ? batchfit__oom_on_host(o->oom_source)
+                                     : batchfit__oom_on_device(o->oom_source);
+        uint64_t tried = elsewhere ? 0 : o->tried_bytes;
         trial->peak_bytes = r->gpu_count ? gpu_need(r, peak_bytes, tried)
                                          : w->sampled_peak + tried;
         /* It needed at least what it held at its peak, too (a trial that

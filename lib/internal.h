@@ -422,6 +422,9 @@ const char *batchfit__oom_match(const batchfit__oom_table *table, const char *li
 /* Whether the built-in row source names a failure in an accelerator's
  * memory (CUDA, ROCm, cuBLAS, cuDNN), not the host's. */
 int batchfit__oom_on_device(const char *source);
+/* Whether it names a failure in the host's memory (a CPU allocator, a
+ * MemoryError, malloc), not a GPU's. Rows in neither list are either. */
+int batchfit__oom_on_host(const char *source);
 /* The built-in rows, for documentation and tests: i from 0 while it
  * returns 1. */
 int batchfit__oom_builtin(size_t i, const char **source, const char **pattern,

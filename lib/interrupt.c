@@ -1,30 +1,35 @@
 /* The interrupt request: set from a signal handler, read by the running
  * probe (a child trial's supervisor polls it; an in-process probe checks it
- * before each trial), and consumed by the probe it stops. */
+ * before each trial), and consumed by the probe it stops. A lock-free
+ * atomic, so that taking it (read and clear at once) loses no signal that
+ * lands in between. */
 #include "internal.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 
-static volatile sig_atomic_t requested;
+#if ATOMIC_INT_LOCK_FREE != 2
+#error "batchfit's interrupt request needs a lock-free atomic int (async-signal-safe)"
+#endif
+
+static atomic_int requested;
 
 void batchfit_interrupt(int signal_number)
 {
-    requested = signal_number > 0 ? signal_number : SIGINT;
+    atomic_store(&requested, signal_number > 0 ? signal_number : SIGINT);
 }
 
 int batchfit__interrupt_pending(void)
 {
-    return requested;
+    return atomic_load(&requested);
 }
 
 void batchfit__interrupt_clear(void)
 {
-    requested = 0;
+    atomic_store(&requested, 0);
 }
 
 int batchfit_interrupt_take(void)
 {
-    int signal_number = requested;
-    requested = 0;
-    return signal_number;
+    return atomic_exchange(&requested, 0);
 }

@@ -18,7 +18,7 @@ typedef struct oom_row {
 static const oom_row builtin_rows[] = {
     {"PyTorch CUDA allocator", "CUDA out of memory",
      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
-    {"PyTorch OutOfMemoryError", "(torch\\.|torch\\.cuda\\.)OutOfMemoryError(:|[[:space:]]*$)",
+    {"PyTorch OutOfMemoryError", "(torch\\.|torch\\.cuda\\.)OutOfMemoryError(:|\\(|[[:space:]]*$)",
      "torch.cuda.OutOfMemoryError: CUDA error"},
     {"PyTorch, older", "cuda runtime error \\(2\\) : out of memory",
      "RuntimeError: cuda runtime error (2) : out of memory at THCStorage.cu:66"},
@@ -45,7 +45,7 @@ static const oom_row builtin_rows[] = {
     /* An exception's name ends the line or comes before its message: a
      * line that only names it ("no MemoryError seen", "OutOfMemoryError
      * handler installed") is not one raised. */
-    {"Python MemoryError", "(^|[^A-Za-z_])MemoryError(:|[[:space:]]*$)",
+    {"Python MemoryError", "(^|[^A-Za-z_])MemoryError(:|\\(|[[:space:]]*$)",
      "MemoryError: Unable to allocate 8.00 GiB"},
     /* NumPy's subclass of MemoryError: its name does not end the word. */
     {"NumPy MemoryError", "_ArrayMemoryError\\b",
@@ -79,25 +79,42 @@ static const oom_row builtin_rows[] = {
  * is none. Keyed by the row's source. */
 static const oom_row builtin_advice[] = {
     {"CUDA C programs, generic",
-     "([Aa]void|[Pp]revent|[Rr]educe|[Mm]itigate|[Hh]andl)(e|es|ed|ing)?( [A-Za-z-]+)? [Oo]ut of "
+     "([Aa]void|[Pp]revent|[Rr]educ|[Mm]itigat|[Hh]andl)(e|es|ed|ing)?( [A-Za-z-]+)? [Oo]ut of "
      "memory",
      "INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "
      "errors"},
 };
 
 /* Rows whose failure is in an accelerator's memory: the bytes their
- * message says were asked for are device bytes, not the host's. */
+ * message says were asked for are device bytes, not the host's; and rows
+ * whose failure is in the host's, whose bytes are not a GPU's. */
 static const char *const device_rows[] = {
     "PyTorch CUDA allocator", "PyTorch OutOfMemoryError", "PyTorch, older",
     "PyTorch, raw CUDA call", "PyTorch on ROCm", "cuBLAS", "cuDNN", "cuDNN under memory pressure",
 };
 
-int batchfit__oom_on_device(const char *source)
+static const char *const host_rows[] = {
+    "PyTorch CPU allocator", "Python MemoryError", "NumPy MemoryError", "C++ allocation failure",
+    "C library ENOMEM", "C allocation failure (malloc failed)", "Rust allocation failure",
+    "out of host memory",
+};
+
+static int named_in(const char *source, const char *const *rows, size_t count)
 {
-    for (size_t i = 0; source && i < sizeof device_rows / sizeof device_rows[0]; i++)
-        if (strcmp(source, device_rows[i]) == 0)
+    for (size_t i = 0; source && i < count; i++)
+        if (strcmp(source, rows[i]) == 0)
             return 1;
     return 0;
+}
+
+int batchfit__oom_on_device(const char *source)
+{
+    return named_in(source, device_rows, sizeof device_rows / sizeof device_rows[0]);
+}
+
+int batchfit__oom_on_host(const char *source)
+{
+    return named_in(source, host_rows, sizeof host_rows / sizeof host_rows[0]);
 }
 
 #define BUILTIN_COUNT (sizeof builtin_rows / sizeof builtin_rows[0])
@@ -197,7 +214,8 @@ int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex)
  * expressions over each held a program printing 120 MiB to 5.5 s of
  * batchfit's CPU, the program blocked on the pipe meanwhile.
  * oom_every_builtin_row_matches_its_example keeps this list whole. */
-static const char *const builtin_words[] = {"memory", "alloc", "exhausted", "cudnn_status"};
+static const char *const builtin_words[] = {"memory", "alloc", "memalign", "exhausted",
+                                            "cudnn_status"};
 
 static int names_a_builtin_word(const char *line)
 {

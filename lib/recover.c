@@ -31,31 +31,41 @@ void batchfit_recover_options_init(batchfit_recover_options *opts)
     opts->max_retries = 8;
 }
 
-/* Candidate micro-batches make_plan tries below the one asked for. */
-#define PLAN_TRIES (1u << 20)
-
-/* Micro-batches of m for the global batch G: ceil(G / m) steps, the last
- * holding what remains, and every one (the last too) at least min: a
- * BatchNorm layer that needs two samples fails on a last micro-batch of 1.
- * Where G's remainder under m is smaller, the largest smaller m whose
- * remainder is not (10 with 4 at least 4 has none: 4 + 4 + 2). Returns 0
- * when there is none, or the steps would not fit the plan's count. */
+/* Micro-batches of at most micro for the global batch G: k = ceil(G / m)
+ * steps, the last holding what remains, and every one (the last too) at
+ * least min: a BatchNorm layer that needs two samples fails on a last
+ * micro-batch of 1. The largest such m: for each k from ceil(G / micro) up,
+ * the largest m with k steps whose remainder G - m (k - 1) is at least min
+ * is (G - min) / (k - 1), where that still takes k steps (10 with 4 at
+ * least 4 has none: 4 + 4 + 2; 9 with 8 at least 2 is 7 + 2). The first k
+ * that has one gives it; past k > G / min none does. Returns 0 when there
+ * is none, or the steps would not fit the plan's count. */
 static int make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro, uint64_t min)
 {
     if (micro > global)
         micro = global;
-    for (uint64_t m = micro, tries = 0; m >= min && m > 0 && tries < PLAN_TRIES; m--, tries++) {
+    if (micro == 0 || min == 0 || micro < min)
+        return 0;
+    for (uint64_t k = global / micro + (global % micro != 0); k <= global / min; k++) {
+        if (k > UINT_MAX)
+            return 0;
+        uint64_t m = k == 1 ? global : (global - min) / (k - 1);
+        if (m > micro)
+            m = micro;
+        if (m < min)
+            return 0;
         uint64_t steps = global / m + (global % m != 0);
-        if (steps > UINT_MAX)
-            return 0; /* a smaller m only takes more */
-        uint64_t last = global - m * (steps - 1);
-        if (last >= min) {
-            p->micro_batch = m;
-            p->accumulation = (unsigned)steps;
-            p->last_micro_batch = last;
-            p->effective_batch = global;
-            return 1;
+        if (steps != k) {
+            /* No size takes k steps with that remainder (steps > k): the
+             * next k that can is the one m itself takes. */
+            k = steps - 1;
+            continue;
         }
+        p->micro_batch = m;
+        p->accumulation = (unsigned)k;
+        p->last_micro_batch = global - m * (k - 1);
+        p->effective_batch = global;
+        return 1;
     }
     return 0;
 }
@@ -151,9 +161,18 @@ int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
         r->clean_steps < r->grow_wait)
         return BATCHFIT_OK;
     /* Halfway back toward the probed size: memory freed by others may not
-     * all be back. */
+     * all be back. Where the split rounds that down to no larger a
+     * micro-batch (10 at least 4 splits only as 5, 6 or 10: 8 is 6), the
+     * probed size itself; where nothing larger splits, nothing changes. */
     uint64_t target = r->plan.micro_batch + (r->start_micro - r->plan.micro_batch + 1) / 2;
     r->clean_steps = 0;
+    batchfit_recover_plan grown;
+    if (!make_plan(&grown, r->opts.global_batch, target, r->opts.min_batch) ||
+        grown.micro_batch <= r->plan.micro_batch)
+        target = r->start_micro;
+    if (!make_plan(&grown, r->opts.global_batch, target, r->opts.min_batch) ||
+        grown.micro_batch <= r->plan.micro_batch)
+        return BATCHFIT_OK;
     r->growing = 1;
     if (changed)
         *changed = 1;

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,8 +143,11 @@ static void set_hi(search *s, int64_t i, const batchfit_trial *t)
     s->hi_need = t->peak_known ? (double)t->peak_bytes : 0.0;
     s->hi_measured = measured_to_the_end(t);
     s->hi_first_measured = s->hi_measured && !before;
+    /* A SIGKILL the kernel did not count as its own (a scheduler's memory
+     * limit) stopped the trial just the same. */
     s->hi_stopped = !s->hi_measured && t->process.ran &&
-                    (t->process.watchdog_stopped || t->process.oom_killed);
+                    (t->process.watchdog_stopped || t->process.oom_killed ||
+                     t->process.signal == SIGKILL);
 }
 
 /* Judges, records, logs and reports a trial that ran at lattice index i;

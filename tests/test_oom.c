@@ -43,6 +43,12 @@ TEST(oom_every_builtin_row_matches_its_example)
                                      "allocate 4294967296 bytes."),
               "PyTorch CPU allocator");
     CHECK_STR(batchfit__oom_match(t, "MemoryError"), "Python MemoryError");
+    /* An exception's repr, as Dask's "Compute Failed" lines carry it. */
+    CHECK_STR(batchfit__oom_match(t, "Exception: \"MemoryError('Unable to allocate 8.00 GiB')\""),
+              "Python MemoryError");
+    /* No word of the prefilter's but "memalign". */
+    CHECK_STR(batchfit__oom_match(t, "error: posix_memalign failed (12)"),
+              "C allocation failure (malloc failed)");
     CHECK_STR(batchfit__oom_match(t, "[rank1]: torch.OutOfMemoryError: CUDA error: out of memory"),
               "PyTorch OutOfMemoryError");
     /* Advice names the failure; the failure itself still matches beside it. */
@@ -85,6 +91,7 @@ TEST(oom_ordinary_lines_do_not_match)
         ("INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "
          "errors"),
         "hint: reduce the batch size to prevent out of memory crashes",
+        "tip: reducing out of memory errors with activation checkpointing",
         /* Lines that mention memory or allocation without one failing. */
         "memory allocation: 2.1 GiB reserved for the KV cache",
         "Memory allocated: 5.2 GiB, max allocated: 6.0 GiB",

@@ -7,7 +7,8 @@ typedef struct resizes {
     int calls;
     batchfit_recover_plan last;
     int stop;
-    uint64_t min; /* the minimum micro-batch make() asks for; 0: the default */
+    uint64_t min;        /* the minimum micro-batch make() asks for; 0: the default */
+    unsigned grow_after; /* and the clean steps before growing back */
 } resizes;
 
 static int on_resize(const batchfit_recover_plan *plan, void *userdata)
@@ -29,6 +30,7 @@ static batchfit_recover *make(batchfit_ctx *ctx, uint64_t global, uint64_t micro
     o.userdata = rs;
     if (rs->min)
         o.min_batch = rs->min;
+    o.grow_after = rs->grow_after;
     if (tweak)
         tweak(&o);
     batchfit_recover *r = NULL;
@@ -243,39 +245,65 @@ TEST(recover_last_micro_batch_holds_the_minimum)
     CHECK_EQ(p->micro_batch, 2);
     CHECK_EQ(p->accumulation, 50);
     batchfit_recover_free(r);
-    /* 10 at least 4: 5 + 5 runs; out of memory there leaves 4 + 4 + 2 or
-     * nothing, and the recovery gives up, naming the split. */
+    /* 10 at least 4 splits only as 5 + 5, 6 + 4 or 10. Growing back where
+     * the split rounds the halfway size down to no larger a micro-batch
+     * goes to the probed size itself; and out of memory where nothing
+     * smaller splits gives up, naming the split. */
     rs.min = 4;
+    rs.grow_after = 1;
     r = make(ctx, 10, 10, &rs, NULL);
     p = batchfit_recover_get(r);
+    CHECK_EQ(p->micro_batch, 10);
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
     CHECK_EQ(p->micro_batch, 5);
     CHECK_EQ(p->last_micro_batch, 5);
-    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    int changed = 0;
+    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+    CHECK_EQ(changed, 1);
+    CHECK_EQ(p->micro_batch, 6); /* halfway is 8, which splits as 6 + 4 */
+    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+    CHECK_EQ(changed, 1);
+    CHECK_EQ(p->micro_batch, 10); /* 8 is 6 again: the probed size */
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK); /* too hopeful: back to 6 */
+    CHECK_EQ(p->micro_batch, 6);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_MIN_DOES_NOT_FIT); /* 4 + 4 + 2 */
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "does not split");
-    CHECK_EQ(p->micro_batch, 5);
+    CHECK_EQ(p->micro_batch, 6);
     batchfit_recover_free(r);
-    /* From the start: 10 in 4s at least 4 is refused. */
-    batchfit_recover_options o;
-    batchfit_recover_options_init(&o);
-    o.global_batch = 10;
-    o.micro_batch = 4;
-    o.min_batch = 4;
-    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
-    CHECK(r == NULL);
-    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "does not split");
-    /* More micro-batches than a plan counts: refused, not wrapped. */
-    o.global_batch = UINT64_C(1) << 40;
-    o.micro_batch = 2;
-    o.min_batch = 1;
-    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
-    o.global_batch = UINT64_MAX;
-    o.micro_batch = UINT64_MAX - 1;
-    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_OK);
-    p = batchfit_recover_get(r);
-    CHECK_EQ(p->accumulation, 2);
-    CHECK_EQ(p->last_micro_batch, 1);
-    batchfit_recover_free(r);
+    /* Plans at creation: the largest micro-batch that splits, found at once
+     * however far below the size asked for (not size by size); refused
+     * where none splits or the steps would not fit the plan's count. */
+    static const struct {
+        uint64_t global, micro, min;
+        int rc;
+        uint64_t micro_batch, accumulation, last;
+    } plans[] = {
+        {10, 4, 4, BATCHFIT_E_INVALID_ARGUMENT, 0, 0, 0},
+        {10000000, 9999999, 4000000, BATCHFIT_OK, 6000000, 2, 4000000},
+        {1000000000, 3, 2, BATCHFIT_OK, 2, 500000000, 2},
+        {UINT64_C(1) << 40, 2, 1, BATCHFIT_E_INVALID_ARGUMENT, 0, 0, 0},
+        {UINT64_MAX, UINT64_MAX - 1, 1, BATCHFIT_OK, UINT64_MAX - 1, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        batchfit_recover_options o;
+        batchfit_recover_options_init(&o);
+        o.global_batch = plans[i].global;
+        o.micro_batch = plans[i].micro;
+        o.min_batch = plans[i].min;
+        r = NULL;
+        CHECK_EQ(batchfit_recover_create(ctx, &o, &r), plans[i].rc);
+        if (plans[i].rc != BATCHFIT_OK) {
+            CHECK(r == NULL);
+            continue;
+        }
+        p = batchfit_recover_get(r);
+        CHECK_EQ(p->micro_batch, plans[i].micro_batch);
+        CHECK_EQ(p->accumulation, plans[i].accumulation);
+        CHECK_EQ(p->last_micro_batch, plans[i].last);
+        batchfit_recover_free(r);
+    }
+    CHECK_EQ(batchfit_recover_create(ctx, &(batchfit_recover_options){0}, &r),
+             BATCHFIT_E_INVALID_ARGUMENT);
     batchfit_ctx_free(ctx);
 }
 
