@@ -77,17 +77,40 @@ _probe_owner: Optional[int] = None
 
 
 class _OneProbe:
+    """The process's one in-process probe at a time. With ``sigint`` installed (the main
+    thread), a Ctrl-C while waiting for another thread's probe raises KeyboardInterrupt here,
+    without asking the library to stop that probe; once the lock is this call's, it asks the
+    library to stop this one."""
+
+    def __init__(self, sigint: Optional["_SigintDuringProbe"] = None) -> None:
+        self.sigint = sigint
+
     def __enter__(self) -> None:
         global _probe_owner
         if _probe_owner == threading.get_ident():
             raise error_for(1, "an in-process probe is already running in this thread (a step "
                                "that starts a probe): the two would measure the same process")
-        _probe_lock.acquire()
+        sigint = self.sigint
+        if sigint is None or not sigint.installed:
+            _probe_lock.acquire()
+        else:
+            # The handler never raises here (the user's code is not running): the wait looks
+            # at what it recorded, so the lock is either taken or not, never held by an
+            # interrupted acquire.
+            while not _probe_lock.acquire(timeout=0.05):
+                if sigint.pending:
+                    raise KeyboardInterrupt
         _probe_owner = threading.get_ident()
+        if sigint is not None:
+            sigint.owns_lock = True
+            if sigint.pending:  # came between the acquire and the line above
+                lib.batchfit_interrupt(int(signal.SIGINT))
 
     def __exit__(self, *exc: Any) -> None:
         global _probe_owner
         _probe_owner = None
+        if self.sigint is not None:
+            self.sigint.owns_lock = False
         _probe_lock.release()
 
 
@@ -529,12 +552,28 @@ class _SigintDuringProbe:
         self.previous: Any = None
         self.installed = False
         self.pending = False
+        self.owns_lock = False  # this call holds the probe lock (_OneProbe)
+        self.left = 0           # a request no trial consumed, taken back under the lock
+        self.log_pending = False
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.call.in_user_code:
             raise KeyboardInterrupt
         self.pending = True
-        lib.batchfit_interrupt(int(signal.SIGINT))
+        if self.owns_lock:  # never another thread's probe
+            lib.batchfit_interrupt(int(signal.SIGINT))
+
+    def take_back(self) -> None:
+        """Withdraws what asked the library to stop and no trial consumed (a Ctrl-C after the
+        last trial, a KeyboardInterrupt in release() or a log handler): this call raises it,
+        the next probe must not stop on it."""
+        self.left = lib.batchfit_interrupt_take()
+        self.log_pending = bool(getattr(_log_interrupt, "pending", False))
+        _log_interrupt.pending = False
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.pending or self.left or self.log_pending)
 
     def __enter__(self) -> "_SigintDuringProbe":
         if threading.current_thread() is threading.main_thread():
@@ -546,11 +585,12 @@ class _SigintDuringProbe:
 
     def __exit__(self, *exc: Any) -> None:
         if self.installed:
-            signal.signal(signal.SIGINT, self.previous)
+            # Only ours: a handler the user's code installed meanwhile stays.
+            if signal.getsignal(signal.SIGINT) == self._handler:
+                signal.signal(signal.SIGINT, self.previous)
             self.installed = False
-        if self.pending and exc[0] is not None and not issubclass(exc[0], KeyboardInterrupt):
+        if self.interrupted and exc[0] is not None and not issubclass(exc[0], KeyboardInterrupt):
             # An error on the way (an option, the device) would hide the Ctrl-C: it wins.
-            lib.batchfit_interrupt_take()
             raise KeyboardInterrupt
 
 
@@ -634,42 +674,41 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     # the library's objects are freed (one landing in the lock's release left it held, and every
     # later probe hung).
     sigint = _SigintDuringProbe(call)
-    with sigint, _OneProbe(), _Context() as ctx:
-        opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
-                        sample_count=sample_count, margin=margin, memory_budget=memory_budget,
-                        lattice=lattice, strategy=strategy, max_trials=max_trials,
-                        vram_limit_gb=vram_limit_gb, peak_spread=peak_spread, estimate=estimate,
-                        cache_key=cache_key, cache=cache, cache_dir=cache_dir,
-                        no_device=no_device)
-        step = _lib.Step()
-        step.struct_size = ctypes.sizeof(step)
-        step.name = keep(None if label is None else str(label))
-        step.min_batch = 0
-        # The callbacks live exactly as long as this frame's call into the library.
-        step.build = _lib.BUILD_FN(call.build)
-        step.run = _lib.RUN_FN(call.run)
-        step.on_oom = _lib.ON_OOM_FN(call.on_oom)
-        step.release = _lib.RELEASE_FN(call.release)
-        dev = _open_device(ctx, device)
-        out = c_void_p()
+    with sigint, _OneProbe(sigint), _Context() as ctx:
         try:
-            call.use_device((lib.batchfit_device_spec(dev) or b"").decode())
-            rc = lib.batchfit_probe(ctx.ptr, byref(opts), dev, byref(step), None, byref(out))
-            message = ctx.error()
-            result = _result_of(ctx, out)
+            opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
+                            sample_count=sample_count, margin=margin,
+                            memory_budget=memory_budget, lattice=lattice, strategy=strategy,
+                            max_trials=max_trials, vram_limit_gb=vram_limit_gb,
+                            peak_spread=peak_spread, estimate=estimate, cache_key=cache_key,
+                            cache=cache, cache_dir=cache_dir, no_device=no_device)
+            step = _lib.Step()
+            step.struct_size = ctypes.sizeof(step)
+            step.name = keep(None if label is None else str(label))
+            step.min_batch = 0
+            # The callbacks live exactly as long as this frame's call into the library.
+            step.build = _lib.BUILD_FN(call.build)
+            step.run = _lib.RUN_FN(call.run)
+            step.on_oom = _lib.ON_OOM_FN(call.on_oom)
+            step.release = _lib.RELEASE_FN(call.release)
+            dev = _open_device(ctx, device)
+            out = c_void_p()
+            try:
+                call.use_device((lib.batchfit_device_spec(dev) or b"").decode())
+                rc = lib.batchfit_probe(ctx.ptr, byref(opts), dev, byref(step), None,
+                                        byref(out))
+                message = ctx.error()
+                result = _result_of(ctx, out)
+            finally:
+                lib.batchfit_device_free(dev)
+                call.release(None)  # only does anything if the library never got to build
+                call.free()
         finally:
-            lib.batchfit_device_free(dev)
-            call.release(None)  # only does anything if the library never got to build
-            call.free()
+            sigint.take_back()  # on every path, while this call still holds the lock
     exc, call.exception = call.exception, None
     del call, step
-    # A request the probe did not consume (it came after the last trial, or from release() or a
-    # log line on the way out) is this call's to raise, not the next probe's to stop on.
-    left = lib.batchfit_interrupt_take()
-    if getattr(_log_interrupt, "pending", False) or sigint.pending or left:
-        _log_interrupt.pending = False
-        if exc is None:
-            exc = KeyboardInterrupt()
+    if sigint.interrupted and exc is None:
+        exc = KeyboardInterrupt()
     if exc is not None:
         _raise_step_exception(exc, result)
     if rc != 0:

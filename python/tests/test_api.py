@@ -615,6 +615,43 @@ def test_probes_in_two_threads_take_turns():
         probe(lambda: Nested())
 
 
+def test_ctrl_c_while_waiting_for_another_threads_probe_stops_only_this_call():
+    # The main thread waits for a worker's probe; Ctrl-C there is the main thread's
+    # KeyboardInterrupt, at once, and the worker's probe runs to its answer (it used to be
+    # asked to stop, while the main thread went on to run its whole probe).
+    import threading
+
+    started, go = threading.Event(), threading.Event()
+    answers = {}
+
+    class Held(LinearStep):
+        def run(self, batch):
+            started.set()
+            go.wait(30)
+            return super().run(batch)
+
+    def worker():
+        try:
+            answers["worker"] = probe(Held).batch_size
+        except BaseException as exc:  # recorded for the assertion below
+            answers["worker"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert started.wait(30)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            probe(lambda: LinearStep())
+    finally:
+        timer.cancel()
+        go.set()
+        thread.join(30)
+    assert answers == {"worker": 90}
+    assert probe(lambda: LinearStep()).batch_size == 90
+
+
 def test_ctrl_c_in_a_log_handler_stops_the_probe():
     import logging
 
