@@ -591,3 +591,44 @@ TEST(device_gpus_parallel_trials_one_on_each_identical_gpu)
     batchfit_ctx_free(ctx);
     fake_teardown();
 }
+
+/* On a GPU probe the need an out-of-memory line states is device memory
+ * only where the allocator that failed is a GPU's: a CUDA "Tried to
+ * allocate 2.00 GiB" adds its 2 GiB to the GPU's reading; PyTorch's CPU
+ * allocator failing for 8 GiB is host memory and adds nothing to it. */
+TEST(device_gpus_need_counts_only_the_gpus_own_allocations)
+{
+    fake_setup("16GiB");
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "cuda:0", &d), BATCHFIT_OK);
+    static const struct {
+        const char *line;
+        int device_bytes; /* the request counts toward the need */
+    } rows[] = {
+        {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", 1},
+        {"RuntimeError: DefaultCPUAllocator: not enough memory: you tried to allocate "
+         "8589934592 bytes.",
+         0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *argv[] = {tool(), "print", rows[i].line, "1", NULL};
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
+        o.argv = argv;
+        o.device = d;
+        batchfit__runner *runner = NULL;
+        CHECK_EQ(batchfit__runner_create(ctx, &o, &runner), BATCHFIT_OK);
+        batchfit_trial t;
+        CHECK_EQ(batchfit__runner_trial(runner, 1, &t), BATCHFIT_OK);
+        CHECK_EQ(t.outcome, BATCHFIT_OOM);
+        if (rows[i].device_bytes)
+            CHECK(t.peak_bytes >= GIB(2));
+        else
+            CHECK(t.peak_bytes < GIB(1));
+        batchfit__runner_free(runner);
+    }
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+    fake_teardown();
+}
