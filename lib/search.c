@@ -148,6 +148,15 @@ static void set_hi(search *s, int64_t i, const batchfit_trial *t)
     s->hi_stopped = !s->hi_measured && t->process.ran &&
                     (t->process.watchdog_stopped || t->process.oom_killed ||
                      t->process.signal == SIGKILL);
+    /* What a trial that failed on its own held when it failed, at or under
+     * the threshold, says nothing of where the threshold is crossed: its
+     * out-of-memory was elsewhere (a GPU this probe does not measure, an
+     * address-space limit, a message of the program's own). Read as a
+     * point just above lo's, the bracket looked flat and the search
+     * stopped at 40 where 100 fits. (A stopped trial's reading is where it
+     * was stopped, at the budget: hi_stopped's rules read it as that.) */
+    if (!s->hi_measured && !s->hi_stopped && s->budget_known && s->hi_need <= s->safe_budget)
+        s->hi_need = 0.0;
 }
 
 /* Judges, records, logs and reports a trial that ran at lattice index i;

@@ -16,6 +16,8 @@ typedef struct curve_oracle {
     double cold_start;          /* bytes the first trial reads on top (a cold cache) */
     double overshoot;           /* a killed trial's need exceeds the capacity by this share */
     uint64_t error_from; /* batches >= this end in an error; 0 = never */
+    uint64_t oom_from;   /* batches >= this run out of memory whatever they use, reading
+                            what they held (an OOM elsewhere: a GPU not measured); 0 = never */
     uint64_t tried[256];
     unsigned count;
     int abort_after;     /* oracle returns abort_code after this many trials; 0 = never */
@@ -44,6 +46,14 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         t->peak_known = o->report_peak;
         t->peak_bytes = (uint64_t)peak;
         snprintf(t->message, sizeof t->message, "IndexError: list index out of range");
+        return 0;
+    }
+    if (o->oom_from && batch >= o->oom_from) {
+        t->outcome = BATCHFIT_OOM;
+        t->peak_known = 1;
+        t->peak_bytes = (uint64_t)peak;
+        t->process.ran = 1;
+        snprintf(t->message, sizeof t->message, "CUDA out of memory");
         return 0;
     }
     if (peak > o->capacity) {
@@ -644,6 +654,21 @@ TEST(search_model_a_stopped_estimate_is_not_read_as_scatter)
     c.overshoot = 0.011;
     /* floor((237.5 * 0.95 / 1.05 - 15) / 1.2) = 166, within the wander */
     first_guess_search(&c, 199, 165, 167, 6);
+}
+
+/* A program that runs out of memory from batch 101 on somewhere this probe
+ * does not measure (a GPU on a host probe) while using 4 MiB of a 200 MiB
+ * budget: its failures read what they held, about lo's own reading. That
+ * says nothing of where the threshold is crossed; read as a point it made
+ * the bracket look flat and the search stopped at 40. */
+TEST(search_model_a_failure_reading_under_the_threshold_says_nothing)
+{
+    curve_oracle c = measured_line(4.0 * 1048576.0, 8.0, 200.0 * 1048576.0);
+    c.oom_from = 101;
+    c.wander = 0.01;
+    batchfit_result *r = both_find(&c, 0.05, 100);
+    CHECK(r != NULL);
+    batchfit_result_free(r);
 }
 
 TEST(search_peer_strategies_behave_as_named)
