@@ -31,34 +31,30 @@ TEST(oom_every_builtin_row_matches_its_example)
               "NumPy MemoryError");
     CHECK_STR(batchfit__oom_match(t, "trainer: out of memory allocating 4096 bytes for x"),
               "CUDA C programs, generic");
-    /* PyTorch's CPU allocator, up to 1.x and since (a failing malloc under
-     * --enforce-address-space says this); a bare re-raised MemoryError. */
-    CHECK_STR(batchfit__oom_match(t, "RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. "
-                                     "DefaultCPUAllocator: can't allocate memory: you tried to "
-                                     "allocate 8589934592 bytes. Error code 12 (Cannot allocate "
-                                     "memory)"),
-              "PyTorch CPU allocator");
-    CHECK_STR(batchfit__oom_match(t, "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. "
-                                     "DefaultCPUAllocator: not enough memory: you tried to "
-                                     "allocate 4294967296 bytes."),
-              "PyTorch CPU allocator");
-    CHECK_STR(batchfit__oom_match(t, "MemoryError"), "Python MemoryError");
-    /* An exception's repr, as Dask's "Compute Failed" lines carry it. */
-    CHECK_STR(batchfit__oom_match(t, "Exception: \"MemoryError('Unable to allocate 8.00 GiB')\""),
-              "Python MemoryError");
-    /* No word of the prefilter's but "memalign". */
-    CHECK_STR(batchfit__oom_match(t, "error: posix_memalign failed (12)"),
-              "C allocation failure (malloc failed)");
-    CHECK_STR(batchfit__oom_match(t, "[rank1]: torch.OutOfMemoryError: CUDA error: out of memory"),
-              "PyTorch OutOfMemoryError");
-    /* Advice names the failure; the failure itself still matches beside it. */
-    CHECK_STR(batchfit__oom_match(t, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
-                                     "20.00 MiB. If reserved but unallocated memory is large try "
-                                     "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
-                                     "avoid fragmentation."),
-              "PyTorch CUDA allocator");
-    /* The plain-C family: each phrasing, beside its row's own example. */
-    static const char *const c_family[][2] = {
+    /* Each phrasing, beside its row's own example. */
+    static const char *const phrasings[][2] = {
+        /* PyTorch's CPU allocator, up to 1.x and since (a failing malloc
+         * under --enforce-address-space says this). */
+        {"RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't "
+         "allocate memory: you tried to allocate 8589934592 bytes. Error code 12 (Cannot "
+         "allocate memory)",
+         "PyTorch CPU allocator"},
+        {"RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not "
+         "enough memory: you tried to allocate 4294967296 bytes.",
+         "PyTorch CPU allocator"},
+        /* A bare re-raised MemoryError; an exception's repr, as Dask's
+         * "Compute Failed" lines carry it. */
+        {"MemoryError", "Python MemoryError"},
+        {"Exception: \"MemoryError('Unable to allocate 8.00 GiB')\"", "Python MemoryError"},
+        /* No word of the prefilter's but "memalign". */
+        {"error: posix_memalign failed (12)", "C allocation failure (malloc failed)"},
+        {"[rank1]: torch.OutOfMemoryError: CUDA error: out of memory", "PyTorch OutOfMemoryError"},
+        /* Advice names the failure; the failure itself still matches beside it. */
+        {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. If reserved "
+         "but unallocated memory is large try setting "
+         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+         "PyTorch CUDA allocator"},
+        /* The plain-C family. */
         {"Error: Memory allocation failed at llmc/zero.cuh:120", "C allocation failure"},
         {"train: failed to allocate 536870912 bytes for activations",
          "C allocation failure (failed to allocate)"},
@@ -70,8 +66,8 @@ TEST(oom_every_builtin_row_matches_its_example)
         {"memory allocation of 24 bytes failed", "Rust allocation failure"},
         {"vkAllocateMemory: VK_ERROR_OUT_OF_HOST_MEMORY", "out of host memory"},
     };
-    for (size_t i = 0; i < sizeof c_family / sizeof c_family[0]; i++)
-        CHECK_STR(batchfit__oom_match(t, c_family[i][0]), c_family[i][1]);
+    for (size_t i = 0; i < sizeof phrasings / sizeof phrasings[0]; i++)
+        CHECK_STR(batchfit__oom_match(t, phrasings[i][0]), phrasings[i][1]);
     batchfit__oom_table_free(t);
     batchfit_ctx_free(ctx);
 }
