@@ -759,15 +759,8 @@ static int continues_past_lo(const double *x, const double *y, unsigned n, doubl
     return fabs(y[il + 1] - line) <= resolvable * (1.0 + above / below);
 }
 
-/* The line's value at next_x, the size after lo, for the rules that stop
- * on it. A bend below the points (memory flat, then rising) makes the
- * least-squares slope too flat, and taken back from a rejected point above
- * lo it put lo + 1 over the threshold seven sizes early. So where quiet
- * points have refuted the prior and the top three points are quiet on
- * their own (a residual under quiet_below; 0: not quiet) but rise faster
- * than the fit, their slope from lo's own reading counts too, and the
- * lower value is taken. Only the top three: any quiet triple would make
- * every noisy program whose prior was refuted by chance run on. */
+/* The top three points' own slope where they lie on their line within
+ * quiet_below (the quiet cut; 0: not quiet), else 0. */
 static double quiet_top3_slope(const double *x, const double *y, unsigned n, double quiet_below)
 {
     if (!(quiet_below > 0.0) || n < 3)
@@ -777,18 +770,28 @@ static double quiet_top3_slope(const double *x, const double *y, unsigned n, dou
     return top3.valid && top3.max_residual_bytes < quiet_below ? top3.bytes_per_sample : 0.0;
 }
 
-/* The slope to carry from lo's own reading to lo + 1. With lo the top
- * point and the top three quiet on their own but rising more slowly than
- * the fit, a jump below them steepened the fit (a workspace at batch 2
- * made a line of 8.6 GiB a sample read 9.7, put batch 5 over the threshold
- * by 0.6% and stopped the search at 4, where 5 fits): their own slope. */
-static double slope_from_lo(const double *x, const double *y, unsigned n, double lo_x,
-                            double top_x, double slope, double quiet_below)
+/* The slope to carry from lo's own reading to lo + 1 (top3 as
+ * quiet_top3_slope gives it). With lo the top point and the top three
+ * quiet on their own but rising more slowly than the fit, a jump below
+ * them steepened the fit (a workspace at batch 2 made a line of 8.6 GiB a
+ * sample read 9.7, put batch 5 over the threshold by 0.6% and stopped the
+ * search at 4, where 5 fits): their own slope. */
+static double slope_from_lo(double top3, double lo_x, double top_x, double slope)
 {
-    double top3 = lo_x == top_x ? quiet_top3_slope(x, y, n, quiet_below) : 0.0;
-    return top3 > 0.0 && top3 < slope ? top3 : slope;
+    return lo_x == top_x && top3 > 0.0 && top3 < slope ? top3 : slope;
 }
 
+/* The line's value at next_x, the size after lo, for the rules that stop
+ * on it. A bend below the points (memory flat, then rising) makes the
+ * least-squares slope too flat, and taken back from a rejected point above
+ * lo it put lo + 1 over the threshold seven sizes early. So where quiet
+ * points have refuted the prior and the top three points are quiet on
+ * their own (a residual under quiet_below; 0: not quiet) but rise faster
+ * than the fit, their slope from lo's own reading counts too, and the
+ * lower value is taken. Only the top three: any quiet triple would make
+ * every noisy program whose prior was refuted by chance run on. With lo
+ * the top point, a flatter quiet top three carry lo's reading instead
+ * (slope_from_lo). */
 static double line_at_next(const double *x, const double *y, unsigned n, double lo_x,
                            double next_x, double top_x, double top_y, double slope,
                            double quiet_below)
@@ -803,7 +806,7 @@ static double line_at_next(const double *x, const double *y, unsigned n, double 
         if (local < at)
             at = local;
     }
-    double carried = slope_from_lo(x, y, n, lo_x, top_x, slope, quiet_below);
+    double carried = slope_from_lo(top3, lo_x, top_x, slope);
     if (carried < slope)
         at = y[il] + carried * (next_x - lo_x);
     return at;
@@ -1160,8 +1163,8 @@ static int propose_model(search *s, int64_t *next)
              * it a few tenths of a percent under the points at the
              * threshold, and the band was never reached (fifteen trials,
              * one coin toss at a time). */
-            double local =
-                y[il] + slope_from_lo(x, y, n, lo_x, top_x, slope, quiet_below) * (next_x - lo_x);
+            double top3 = quiet_top3_slope(x, y, n, quiet_below);
+            double local = y[il] + slope_from_lo(top3, lo_x, top_x, slope) * (next_x - lo_x);
             if (local > predicted)
                 predicted = local;
         }
