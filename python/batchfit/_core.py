@@ -101,21 +101,24 @@ class _OneProbe:
                 if sigint.pending:
                     raise KeyboardInterrupt
         _probe_owner = threading.get_ident()
-        if sigint is not None:
-            sigint.owns_lock = True
-            if sigint.pending:  # came between the acquire and the line above
-                lib.batchfit_interrupt(int(signal.SIGINT))
+        if sigint is not None and sigint.pending:  # came between the acquire and the line above
+            lib.batchfit_interrupt(int(signal.SIGINT))
 
     def __exit__(self, *exc: Any) -> None:
         global _probe_owner
         _probe_owner = None
-        if self.sigint is not None:
-            self.sigint.owns_lock = False
         _probe_lock.release()
 
 
 # A KeyboardInterrupt that landed in a log handler, raised again after the library returns.
 _log_interrupt = threading.local()
+
+
+def _take_log_interrupt() -> bool:
+    """Whether a log handler of this thread met a KeyboardInterrupt since the last look."""
+    pending = bool(getattr(_log_interrupt, "pending", False))
+    _log_interrupt.pending = False
+    return pending
 
 
 class _Context:
@@ -552,7 +555,6 @@ class _SigintDuringProbe:
         self.previous: Any = None
         self.installed = False
         self.pending = False
-        self.owns_lock = False  # this call holds the probe lock (_OneProbe)
         self.left = 0           # a request no trial consumed, taken back under the lock
         self.log_pending = False
 
@@ -560,7 +562,7 @@ class _SigintDuringProbe:
         if self.call.in_user_code:
             raise KeyboardInterrupt
         self.pending = True
-        if self.owns_lock:  # never another thread's probe
+        if _probe_owner == threading.get_ident():  # this call's probe, never another thread's
             lib.batchfit_interrupt(int(signal.SIGINT))
 
     def take_back(self) -> None:
@@ -568,8 +570,7 @@ class _SigintDuringProbe:
         last trial, a KeyboardInterrupt in release() or a log handler): this call raises it,
         the next probe must not stop on it."""
         self.left = lib.batchfit_interrupt_take()
-        self.log_pending = bool(getattr(_log_interrupt, "pending", False))
-        _log_interrupt.pending = False
+        self.log_pending = _take_log_interrupt()
 
     @property
     def interrupted(self) -> bool:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from . import _lib
-from ._core import _Context, _count, _log_interrupt, is_out_of_memory
+from ._core import _Context, _count, _take_log_interrupt, is_out_of_memory
 from ._errors import error_for
 from ._lib import lib
 from ._result import Fit, Result
@@ -89,10 +89,9 @@ class Recovery:
 
     def _check(self, rc: int) -> None:
         exc, self._exception = self._exception, None
-        if getattr(_log_interrupt, "pending", False):
+        if _take_log_interrupt():
             # A Ctrl-C in a log handler asked the library to stop: no probe runs here to take
             # the request, so it is taken and raised now.
-            _log_interrupt.pending = False
             lib.batchfit_interrupt_take()
             if exc is None:
                 exc = KeyboardInterrupt()
