@@ -237,8 +237,9 @@ static const char *const case_sources[BENCH_CASE_FAMILIES] = {
     "bench/data/*.csv: the peak at B is one of the runs measured at B, interpolated linearly "
     "between measured sizes (and beyond 128 along the last two); budgets between the peaks at 4 "
     "and 120; the host's 5% spread declared",
-    "the suite's profiles with a remembered answer and fitted line from a budget 5-30% larger or "
-    "smaller; the spread declared is the profile's noise",
+    "the suite's profiles with what an earlier model probe of the same program stored under a "
+    "budget 5-30% larger or smaller (its answer and its fitted line, residual included; its own "
+    "noise draws); the spread declared is the profile's noise",
     "the suite's profiles with a first guess 0.3x to 3x the answer (log-uniform); the spread "
     "declared is the profile's noise",
 };
@@ -449,6 +450,7 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
         out->answer = rc == BATCHFIT_OK ? r->batch_size : 0;
         out->trials = (unsigned)r->trial_count;
         out->ooms = (unsigned)r->oom_trials;
+        out->fit = r->fit;
     }
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
@@ -490,19 +492,21 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     }
     uint64_t answer = bench_case_exact(c, 65536);
     if (kind == BENCH_STALE_CACHE) {
-        /* The earlier probe ran under another budget: its answer and its
-         * line (which the same program keeps). */
+        /* The earlier probe ran under another budget, on draws of its
+         * own: what it stored is its answer and the line it fitted (a
+         * line through a profile's jumps, with their residual), as the
+         * cache keeps them. */
         double off = between(&s, 0.05, 0.30) * (bench_splitmix64(&s) % 2 ? 1.0 : -1.0);
         bench_case then = *c;
         then.budget = (uint64_t)((double)c->budget * (1.0 + off));
-        c->cached_batch = bench_case_exact(&then, 65536);
-        if (c->cached_batch == 0)
+        then.seed = bench_splitmix64(&s) % 1000000 + 1;
+        bench_case_outcome earlier;
+        if (bench_case_run(&then, BATCHFIT_STRATEGY_MODEL, 65536, &earlier) == 0 && earlier.answer) {
+            c->cached_batch = earlier.answer;
+            c->cached_fit = earlier.fit;
+        } else {
             c->cached_batch = 1;
-        c->cached_fit.valid = 1;
-        c->cached_fit.points = 3;
-        c->cached_fit.intercept_bytes = (double)c->profile.fixed;
-        c->cached_fit.bytes_per_sample = (double)c->profile.per_sample;
-        c->cached_fit.max_residual_bytes = (double)c->profile.granule;
+        }
         return;
     }
     double factor = exp(between(&s, log(0.3), log(3.0)));

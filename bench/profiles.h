@@ -80,6 +80,7 @@ typedef struct bench_case_outcome {
     uint64_t answer; /* 0: none */
     unsigned trials;
     unsigned ooms;
+    batchfit_fit fit; /* the curve the search fitted, as the cache stores it */
 } bench_case_outcome;
 
 const char *bench_case_family_name(unsigned family);

@@ -70,6 +70,7 @@ typedef struct search {
     int bracketed;      /* a trial was rejected: the bracket is finite */
     unsigned wasted;    /* rejections inside the bracket that did not halve it */
     unsigned creeps;    /* consecutive fits before any rejection that did not double lo */
+    int remembered;     /* the model's last look followed the remembered curve */
     int quiet;          /* the model's last look at the points found them quiet (the prior
                            refuted): its stops rest on their measured scatter */
     int64_t step;       /* how far (in lattice indices) the last of them moved lo */
@@ -135,6 +136,16 @@ static int measured_to_the_end(const batchfit_trial *t)
     return t->peak_known && (t->outcome == BATCHFIT_FITS || t->over_budget);
 }
 
+/* A trial stopped where it crossed the budget, by the watchdog or the
+ * kernel (a SIGKILL the kernel did not count as its own, a scheduler's
+ * memory limit, stops it just the same): its reading is where it was
+ * stopped, about the budget, not what it needed. */
+static int stopped(const batchfit_trial *t)
+{
+    return !measured_to_the_end(t) && t->process.ran &&
+           (t->process.watchdog_stopped || t->process.oom_killed || t->process.signal == SIGKILL);
+}
+
 /* A rejected trial at lattice index i becomes the bracket's upper end. */
 static void set_hi(search *s, int64_t i, const batchfit_trial *t)
 {
@@ -143,11 +154,7 @@ static void set_hi(search *s, int64_t i, const batchfit_trial *t)
     s->hi_need = t->peak_known ? (double)t->peak_bytes : 0.0;
     s->hi_measured = measured_to_the_end(t);
     s->hi_first_measured = s->hi_measured && !before;
-    /* A SIGKILL the kernel did not count as its own (a scheduler's memory
-     * limit) stopped the trial just the same. */
-    s->hi_stopped = !s->hi_measured && t->process.ran &&
-                    (t->process.watchdog_stopped || t->process.oom_killed ||
-                     t->process.signal == SIGKILL);
+    s->hi_stopped = stopped(t);
     /* What a trial that failed on its own held when it failed, at or under
      * the threshold, says nothing of where the threshold is crossed: its
      * out-of-memory was elsewhere (a GPU this probe does not measure, an
@@ -389,6 +396,28 @@ static double crossing(const search *s, double x0, double y0, double slope)
     return x0 + (s->aim - y0) / slope;
 }
 
+/* The slope of the curve up at the failures: the secant of the failure at
+ * fail_x and the nearest one above it, where both read what they needed
+ * (not where a watchdog or the kernel stopped them) and the upper one
+ * needed more. 0 where there is no such pair. */
+static double failures_slope(const search *s, double fail_x)
+{
+    double at = 0.0, above_x = 0.0, above_y = 0.0;
+    for (size_t k = 0; k < s->result->trial_count; k++) {
+        const batchfit_trial *t = &s->result->trials[k];
+        if (t->accepted || t->outcome == BATCHFIT_ERROR || !t->peak_known || stopped(t))
+            continue;
+        double x = (double)t->batch, y = (double)t->peak_bytes;
+        if (x == fail_x && y > at)
+            at = y;
+        else if (x > fail_x && (above_x == 0.0 || x < above_x)) {
+            above_x = x;
+            above_y = y;
+        }
+    }
+    return at > 0.0 && above_y > at ? (above_y - at) / (above_x - fail_x) : 0.0;
+}
+
 /* Below a failure that said what it needed (a point above the curve). With
  * a local slope, the excess of that need over the line is treated as a
  * workspace that appears right after the top point: the line shifted up by
@@ -407,6 +436,14 @@ static int64_t propose_below_failure(search *s, double top_x, double top_y, doub
         target = crossing(s, top_x, top_y + excess, slope);
     else
         target = crossing(s, top_x, top_y, (s->hi_need - top_y) / (fail_x - top_x));
+    /* Two failures above lo that read their needs: their secant is the
+     * curve's slope up there, where lo's line to the failure can be
+     * steeper by every jump in between (the remembered line went down one
+     * failure at a time, three out of memory). Down from the failure along
+     * it, where that is lower. */
+    double local = failures_slope(s, fail_x);
+    if (local > 0.0 && fail_x - (s->hi_need - s->aim) / local < target)
+        target = fail_x - (s->hi_need - s->aim) / local;
     int64_t c = index_floor_of(s, target);
     /* Nothing above lo fits after such a jump: whatever fits above lo lies
      * before the jump, which only bisection can find. */
@@ -532,6 +569,9 @@ static int64_t propose_without_points(const search *s)
     double target = (s->safe_budget - fit->intercept_bytes) / slope;
     if (s->hi_need > 0.0) {
         double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+        double local = failures_slope(s, fail_x);
+        if (local > 0.0 && local < slope)
+            slope = local;
         double below = fail_x - (s->hi_need - s->safe_budget) / slope;
         if (below < target)
             target = below;
@@ -616,6 +656,55 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
         target = all > widest ? all : widest;
     }
     *next = clamp_inside(s, index_floor_of(s, target));
+    return 0;
+}
+
+/* A remembered curve (the cache's fit of the same command, from points an
+ * earlier probe spread over the sizes it ran) that every reading of this
+ * probe agrees with is the same program under another budget: its slope
+ * stands, better known than readings close together near the answer can
+ * tell it (under noise their secants are draws), and the readings place it
+ * (the mean of what each says the intercept is), to within that mean's
+ * standard error: the scatter (a uniform draw's half width) over
+ * sqrt(3 n). Go where the curve so placed crosses the threshold less that
+ * error. Where that is above lo by less than the error itself, lo + 1
+ * passes or fails by the draw, one reading more would only move the
+ * estimate by as much, and the search is settled (returns 1): a stale
+ * entry of a noisy program crept up one size at a time for eleven trials.
+ * Where the curve crosses at or above a rejected size whose reading lies
+ * within the scatter of the threshold (a draw from the high side), go down
+ * from that size by the scatter. Returns -1 where the rule does not apply:
+ * no remembered curve; no size accepted yet (every reading came from over
+ * the threshold, and one reading placed the curve so that three proposals
+ * in a row went over it under 6% noise, where a far size below gives the
+ * line a second end); a reading the curve does not explain (the program
+ * changed); or a rejection further over the threshold than the scatter (a
+ * jump the curve does not know lies below it). */
+static int propose_remembered(search *s, const double *x, const double *y, unsigned n,
+                              double scatter, int64_t *next)
+{
+    double r = remembered_slope(s);
+    if (!(r > 0.0) || n == 0 || s->lo < 0)
+        return -1;
+    double intercept = 0.0;
+    for (unsigned i = 0; i < n; i++) {
+        if (!batchfit__fit_explains(&s->opts->cached_fit, x[i], y[i], s->spread, NULL))
+            return -1;
+        intercept += (y[i] - r * x[i]) / n;
+    }
+    double error = scatter / sqrt(3.0 * n);
+    double at = (s->safe_budget - error - intercept) / r;
+    if (s->hi < (int64_t)s->lattice.count && index_floor_of(s, at) >= s->hi) {
+        if (!(s->hi_need > 0.0) || s->hi_need - s->safe_budget > scatter)
+            return -1;
+        at = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi) - scatter / r;
+    }
+    s->remembered = 1;
+    double lo_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+    int64_t c = index_floor_of(s, at);
+    if (at < lo_x + error / r || c <= s->lo)
+        return 1;
+    *next = c;
     return 0;
 }
 
@@ -959,6 +1048,7 @@ static int propose_model(search *s, int64_t *next)
     double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
     unsigned n = collect_points(s, x, y, low);
     n = drop_cold_start(s, x, y, low, n);
+    s->remembered = 0;
 
     if (s->result->trial_count == 0) {
         *next = 0;
@@ -970,7 +1060,7 @@ static int propose_model(search *s, int64_t *next)
     if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
         s->lo == index_floor_of(s, (double)s->opts->cached_batch))
         return verify_cached(s, next);
-    if (!s->budget_known || (s->misses >= 2 && n == 0)) {
+    if (!s->budget_known || (s->misses >= 2 && n == 0 && !(remembered_slope(s) > 0.0))) {
         /* No budget to fit against (or nothing to fit after repeated
          * misses): gallop while nothing failed, then bisect. */
         *next = propose_gallop(s);
@@ -1128,6 +1218,12 @@ static int propose_model(search *s, int64_t *next)
     s->aim = s->safe_budget;
     if (s->spread > 0.0)
         s->aim -= scatter;
+
+    if (s->spread > 0.0) {
+        int b = propose_remembered(s, x, y, n, scatter, next);
+        if (b >= 0)
+            return b;
+    }
 
     double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
     double next_x = s->lo + 1 < (int64_t)s->lattice.count
@@ -1363,7 +1459,7 @@ static int propose(search *s, int64_t *next)
      * the allocator's dip, 67 where bisection finds 96. */
     if (!s->bracketed && s->creeps >= MAX_CREEPS) {
         int64_t unused;
-        if (propose_model(s, &unused) == 1 && s->quiet)
+        if (propose_model(s, &unused) == 1 && (s->quiet || s->remembered))
             return 1;
         *next = clamp_inside(s, s->lo + 2 * (s->step > 0 ? s->step : 1));
         return 0;

@@ -85,8 +85,9 @@ TEST(bench_families_stale_cache_targets)
     run_family(BENCH_STALE_CACHE, &f);
     CHECK(f.trials_median <= 4);
     CHECK(f.oom_median <= 1);
-    /* 6 on make bench's 100 cases; four of these 40 take 7. */
-    CHECK(f.trials_p95 <= 7);
+    /* The remembered curve is what an earlier probe stored (a line fitted
+     * through its draws and jumps); 5-6 on make bench's 100 cases. */
+    CHECK(f.trials_p95 <= 6);
     CHECK(f.ratio_mean >= 0.99);
 }
 

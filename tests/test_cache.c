@@ -331,6 +331,107 @@ TEST(cache_remembered_curve_leads_to_a_larger_budget)
     batchfit_ctx_free(ctx);
 }
 
+/* Probes d with o on the sim step: *answer (0 on failure) and, where fit
+ * is given, the curve the probe fitted. */
+static void probe_answer(batchfit_ctx *ctx, const batchfit_options *o, batchfit_device *d,
+                         uint64_t *answer, batchfit_fit *fit)
+{
+    batchfit_result *r = NULL;
+    int rc = batchfit_probe(ctx, o, d, batchfit_sim_step(), NULL, &r);
+    *answer = r ? r->batch_size : 0;
+    if (fit)
+        *fit = r ? r->fit : (batchfit_fit){0};
+    batchfit_result_free(r);
+    CHECK_EQ(rc, BATCHFIT_OK);
+}
+
+/* A noisy program (9% trial to trial, 4 MiB a sample on a 1 GiB base)
+ * remembered from a 16 GiB device, probed on a 20 GiB one: the readings
+ * agree with the remembered curve, which places the new crossing. Each
+ * reading lies close to the last (a secant between them is a draw), and
+ * before the curve was followed the search crept up from them one size at
+ * a time, then doubling: 11 trials on one seed, 7 on another. Now at most
+ * 6 on each of twelve seeds, and the answers on average within 7% of
+ * bisection's under the same draws (the model aims the noise's standard
+ * error below the threshold; bisection keeps whatever draw passed). */
+TEST(cache_a_noisy_stale_entry_follows_the_remembered_curve)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    double answers = 0.0, bisected = 0.0;
+    for (int seed = 1; seed <= 12; seed++) {
+        char small_spec[160], large_spec[160];
+        snprintf(small_spec, sizeof small_spec,
+                 "sim:capacity=16GiB,fixed=1GiB,per_sample=4MiB,granule=2MiB,noise=9%%,seed=%d",
+                 seed);
+        snprintf(large_spec, sizeof large_spec,
+                 "sim:capacity=20GiB,fixed=1GiB,per_sample=4MiB,granule=2MiB,noise=9%%,seed=%d",
+                 seed + 100);
+        batchfit_device *small = NULL, *large = NULL;
+        open_pair(ctx, small_spec, large_spec, &small, &large);
+        batchfit_options o;
+        batchfit_options_init(&o);
+        batchfit_fit fit;
+        uint64_t remembered, bisection;
+        probe_answer(ctx, &o, small, &remembered, &fit);
+        CHECK(fit.valid);
+        o.strategy = BATCHFIT_STRATEGY_BISECT;
+        probe_answer(ctx, &o, large, &bisection, NULL);
+        bisected += (double)bisection;
+        o.strategy = BATCHFIT_STRATEGY_MODEL;
+        batchfit_result *r = NULL;
+        o.cached_batch = remembered;
+        o.cached_fit = fit;
+        CHECK_EQ(batchfit_probe(ctx, &o, large, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+        if (r) {
+            CHECK_EQ(r->trials[0].batch, remembered);
+            CHECK(r->trial_count <= 6);
+            CHECK(r->batch_size > remembered);
+            answers += (double)r->batch_size;
+        }
+        batchfit_result_free(r);
+        batchfit_device_free(small);
+        batchfit_device_free(large);
+    }
+    CHECK(answers >= 0.93 * bisected);
+    batchfit_ctx_free(ctx);
+}
+
+/* A smaller device than the one remembered: the remembered size and the
+ * first size below it both fail. The remembered line (64 MiB a sample,
+ * fitted across a 3 GiB workspace that appears at 20) is steeper than the
+ * curve up there; the two failures' needs give the curve's own slope, and
+ * the search goes down along it to the answer, not to half of it first
+ * (it ran 94 before, a trial that told nothing). */
+TEST(cache_two_failures_give_the_slope_below_a_stale_size)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *large = NULL, *small = NULL;
+    open_pair(ctx, "sim:capacity=20GiB,fixed=1GiB,per_sample=64MiB,granule=2MiB,jump=20:3GiB",
+              "sim:capacity=16GiB,fixed=1GiB,per_sample=64MiB,granule=2MiB,jump=20:3GiB", &large,
+              &small);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_fit fit;
+    uint64_t remembered, fresh;
+    probe_answer(ctx, &o, large, &remembered, &fit);
+    CHECK(fit.bytes_per_sample > 64.0 * 1048576.0);
+    probe_answer(ctx, &o, small, &fresh, NULL);
+    batchfit_result *r = NULL;
+    o.cached_batch = remembered;
+    o.cached_fit = fit;
+    CHECK_EQ(batchfit_probe(ctx, &o, small, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    if (r) {
+        CHECK_EQ(r->batch_size, fresh);
+        CHECK(r->trial_count <= 4);
+        for (size_t i = 0; i < r->trial_count; i++)
+            CHECK(r->trials[i].batch >= fresh);
+    }
+    batchfit_result_free(r);
+    batchfit_device_free(large);
+    batchfit_device_free(small);
+    batchfit_ctx_free(ctx);
+}
+
 /* Writes text as the entry of key in dir. */
 static void plant(const char *dir, const char *key, const char *text)
 {
