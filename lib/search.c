@@ -1060,9 +1060,15 @@ static int propose_model(search *s, int64_t *next)
     if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
         s->lo == index_floor_of(s, (double)s->opts->cached_batch))
         return verify_cached(s, next);
-    if (!s->budget_known || (s->misses >= 2 && n == 0 && !(remembered_slope(s) > 0.0))) {
+    if (!s->budget_known ||
+        (s->misses >= 2 && n == 0 && (s->hi_stopped || !(remembered_slope(s) > 0.0)))) {
         /* No budget to fit against (or nothing to fit after repeated
-         * misses): gallop while nothing failed, then bisect. */
+         * misses): gallop while nothing failed, then bisect. A remembered
+         * curve goes on placing the next size below a failure that read
+         * what it needed; below one stopped at the budget it could only
+         * step down by the little that reading is over the threshold
+         * (135, 116, 100, 84: 15% a trial, eight out of memory after the
+         * program grew tenfold). */
         *next = propose_gallop(s);
         return 0;
     }

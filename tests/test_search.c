@@ -1264,3 +1264,33 @@ TEST(search_model_runs_a_coin_toss_worth_a_trial)
     CHECK(r && r->trial_count <= 6);
     batchfit_result_free(r);
 }
+
+/* A remembered size ten times too large (the program behind the cache key
+ * grew tenfold: 4 MiB + 380 KiB a sample remembered, 4 MiB + 3.8 MiB a
+ * sample now, budget 58 MiB) on a child killed at the budget: the
+ * failures read only where the watchdog stopped them, about the budget,
+ * so below them the remembered slope stepped down by the little that
+ * reading was over the threshold, 15% a trial (135, 116, 100, 84, ...:
+ * ten trials, seven out of memory here). After two misses the search halves
+ * (58, 29, 14: what a tenfold change costs without a reading to place it):
+ * eight trials, five out of memory. */
+TEST(search_model_below_stopped_failures_a_remembered_curve_does_not_creep)
+{
+    curve_oracle c = killed_program(4, 3.8, 0, 58, 0.0005);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.cached_batch = 135;
+    o.cached_fit.valid = 1;
+    o.cached_fit.points = 4;
+    o.cached_fit.intercept_bytes = 4.0 * 1048576.0;
+    o.cached_fit.bytes_per_sample = 0.38 * 1048576.0;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    /* floor((58 * 0.95 / 1.05 - 4) / 3.8) = 12, within the wander */
+    CHECK(r->batch_size >= 11 && r->batch_size <= 12);
+    CHECK(r->oom_trials <= 5);
+    CHECK(r->trial_count <= 8);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
