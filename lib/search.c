@@ -288,7 +288,7 @@ static unsigned collect(const search *s, reading kind, double *x, double *y, dou
     for (size_t t = 0; t < s->result->trial_count; t++) {
         const batchfit_trial *tr = &s->result->trials[t];
         int wanted = kind == READ_FITS
-                         ? tr->outcome == BATCHFIT_FITS
+                         ? tr->outcome == BATCHFIT_FITS || tr->over_budget
                          : !tr->accepted && tr->outcome != BATCHFIT_ERROR;
         if (!wanted || !tr->peak_known)
             continue;
@@ -678,20 +678,36 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
  * the threshold, and one reading placed the curve so that three proposals
  * in a row went over it under 6% noise, where a far size below gives the
  * line a second end); a reading the curve does not explain (the program
- * changed); or a rejection further over the threshold than the scatter (a
- * jump the curve does not know lies below it). */
+ * changed); quiet readings (the prior refuted) whose intercepts along the
+ * remembered slope differ by more than two draws of their scatter, or of
+ * the remembered fit's residual where that is within the declared band
+ * (noise the earlier probe saw; a larger residual is a jump the line was
+ * fitted across, not noise): the slope is refuted (a program whose
+ * per-sample memory grew a tenth, followed along the old slope, crept down
+ * one size at a time for ten trials; test
+ * search_model_quiet_readings_refute_a_remembered_slope); or a rejection
+ * further over the threshold than the scatter (a jump the curve does not
+ * know lies below it). */
 static int propose_remembered(search *s, const double *x, const double *y, unsigned n,
-                              double scatter, int64_t *next)
+                              double scatter, double granule, int64_t *next)
 {
     double r = remembered_slope(s);
     if (!(r > 0.0) || n == 0 || s->lo < 0)
         return -1;
-    double intercept = 0.0;
+    double intercept = 0.0, lowest = INFINITY, highest = -INFINITY;
     for (unsigned i = 0; i < n; i++) {
         if (!batchfit__fit_explains(&s->opts->cached_fit, x[i], y[i], s->spread, NULL))
             return -1;
-        intercept += (y[i] - r * x[i]) / n;
+        double b = y[i] - r * x[i];
+        intercept += b / n;
+        lowest = b < lowest ? b : lowest;
+        highest = b > highest ? b : highest;
     }
+    double residual = s->opts->cached_fit.max_residual_bytes;
+    if (residual > s->spread * y[n - 1])
+        residual = 0.0;
+    if (s->quiet && highest - lowest > 2.0 * (scatter > residual ? scatter : residual) + granule)
+        return -1;
     double error = scatter / sqrt(3.0 * n);
     double at = (s->safe_budget - error - intercept) / r;
     if (s->hi < (int64_t)s->lattice.count && index_floor_of(s, at) >= s->hi) {
@@ -1226,7 +1242,7 @@ static int propose_model(search *s, int64_t *next)
         s->aim -= scatter;
 
     if (s->spread > 0.0) {
-        int b = propose_remembered(s, x, y, n, scatter, next);
+        int b = propose_remembered(s, x, y, n, scatter, granule, next);
         if (b >= 0)
             return b;
     }

@@ -1294,3 +1294,96 @@ TEST(search_model_below_stopped_failures_a_remembered_curve_does_not_creep)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* Options remembering what a reviewer's C program stored (20.3 MiB + 200
+ * KiB a sample, 78 KiB of residual over four points, answer 770 under a
+ * 200 MiB budget). */
+static void remembered_770(batchfit_options *o)
+{
+    batchfit_options_init(o);
+    o->cached_batch = 770;
+    o->cached_fit.valid = 1;
+    o->cached_fit.points = 4;
+    o->cached_fit.intercept_bytes = 21267798.8;
+    o->cached_fit.bytes_per_sample = 205247.6;
+    o->cached_fit.max_residual_bytes = 78319.5;
+}
+
+/* A remembered entry from a program whose per-sample memory has since
+ * grown by a tenth (remembered: 20.3 MiB + 200 KiB a sample, answer 770;
+ * now 20 MiB + 220 KiB, budget 200 MiB, host 5%, killed at the budget).
+ * Its readings agree with the remembered curve within the declared band,
+ * but they are quiet, and the intercepts the remembered slope gives them
+ * differ by more than their scatter: the slope is refuted. Followed, it
+ * placed every next size just over the threshold and crept down one size
+ * at a time (ten trials); the readings' own line finds the answer in
+ * four. */
+TEST(search_model_quiet_readings_refute_a_remembered_slope)
+{
+    curve_oracle c = killed_program(20, 220.0 / 1024.0, 0, 200, 0.0005);
+    batchfit_options o;
+    remembered_770(&o);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    /* floor((200 * 0.95 / 1.05 - 20) * 1024 / 220) = 749, within the wander */
+    CHECK(r->batch_size >= 747 && r->batch_size <= 749);
+    CHECK(r->trial_count <= 5);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+/* Readings scripted by batch size (a real program's, replayed): a row
+ * is used once; every other size reads the line of fallback. */
+typedef struct scripted_oracle {
+    const double (*rows)[3]; /* batch, 1 if a watchdog stopped it, MiB read */
+    unsigned count;
+    unsigned used; /* bit i: row i was used */
+    curve_oracle fallback;
+} scripted_oracle;
+
+static int scripted_trial(void *userdata, uint64_t batch, batchfit_trial *t)
+{
+    scripted_oracle *o = userdata;
+    for (unsigned i = 0; i < o->count; i++)
+        if (!(o->used & (1u << i)) && o->rows[i][0] == (double)batch) {
+            o->used |= 1u << i;
+            t->peak_known = 1;
+            t->peak_bytes = (uint64_t)(o->rows[i][2] * 1048576.0);
+            t->process.ran = 1;
+            t->process.watchdog_stopped = o->rows[i][1] != 0.0;
+            t->outcome = t->process.watchdog_stopped ? BATCHFIT_OOM : BATCHFIT_FITS;
+            return 0;
+        }
+    return curve_trial(&o->fallback, batch, t);
+}
+
+/* A trial that ran to its end over the budget (the watchdog let it finish)
+ * read the whole curve there: it is a point for the fit, as a trial over
+ * the threshold is. Left out, a stale probe of a deterministic program (a
+ * remembered answer of 770, now 20.5 MiB + 260 KiB a sample under a
+ * 190 MiB budget, as a reviewer's C program read it: 770 stopped, 667
+ * finished at 190.04 MiB, over) had two points below the budget, could not
+ * refute the declared 5%, and took the 21 sizes between 574 and a rejected
+ * 595 for a coin toss: it stopped at 574, 3.5% short of 594. */
+TEST(search_model_a_reading_over_the_budget_is_a_point)
+{
+    static const double rows[][3] = {
+        {770, 1, 191.98}, {667, 0, 190.04}, {574, 0, 166.54}, {595, 0, 172.00}};
+    scripted_oracle so = {rows, 4, 0, killed_program(20.5, 260.0 / 1024.0, 0, 192, 0.0)};
+    batchfit_options o;
+    remembered_770(&o);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+    r->budget.known = 1;
+    r->budget.budget_bytes = (uint64_t)(190.0 * 1048576.0);
+    r->budget.peak_spread = 0.05;
+    CHECK_EQ(batchfit_search(ctx, &o, scripted_trial, &so, r), BATCHFIT_OK);
+    CHECK(r->trials[1].over_budget);
+    /* floor((190 * 0.95 / 1.05 - 20.5) * 1024 / 260) = 596; 595 read 172.00 */
+    CHECK(r->batch_size >= 593 && r->batch_size <= 596);
+    CHECK(r->trial_count <= 6);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
