@@ -399,8 +399,11 @@ static double crossing(const search *s, double x0, double y0, double slope)
 /* The slope of the curve up at the failures: the secant of the failure at
  * fail_x and the nearest one above it, where both read what they needed
  * (not where a watchdog or the kernel stopped them) and the upper one
- * needed more. 0 where there is no such pair. */
-static double failures_slope(const search *s, double fail_x)
+ * needed more by over resolvable (the noise of two readings and a
+ * granule: two rejections five sizes apart just over the threshold gave a
+ * slope of noise, and the next size fell to the bracket's middle). 0 where
+ * there is no such pair. */
+static double failures_slope(const search *s, double fail_x, double resolvable)
 {
     double at = 0.0, above_x = 0.0, above_y = 0.0;
     for (size_t k = 0; k < s->result->trial_count; k++) {
@@ -415,7 +418,7 @@ static double failures_slope(const search *s, double fail_x)
             above_y = y;
         }
     }
-    return at > 0.0 && above_y > at ? (above_y - at) / (above_x - fail_x) : 0.0;
+    return at > 0.0 && above_y - at > resolvable ? (above_y - at) / (above_x - fail_x) : 0.0;
 }
 
 /* Below a failure that said what it needed (a point above the curve). With
@@ -423,7 +426,8 @@ static double failures_slope(const search *s, double fail_x)
  * workspace that appears right after the top point: the line shifted up by
  * it crosses the budget at a size that fits wherever the jump really is.
  * Without a slope, interpolate (regula falsi); without a need, bisect. */
-static int64_t propose_below_failure(search *s, double top_x, double top_y, double slope)
+static int64_t propose_below_failure(search *s, double top_x, double top_y, double slope,
+                                     double resolvable)
 {
     if (s->hi >= (int64_t)s->lattice.count || !(s->hi_need > top_y))
         return propose_bisect(s);
@@ -441,7 +445,7 @@ static int64_t propose_below_failure(search *s, double top_x, double top_y, doub
      * steeper by every jump in between (the remembered line went down one
      * failure at a time, three out of memory). Down from the failure along
      * it, where that is lower. */
-    double local = failures_slope(s, fail_x);
+    double local = failures_slope(s, fail_x, resolvable);
     if (local > 0.0 && fail_x - (s->hi_need - s->aim) / local < target)
         target = fail_x - (s->hi_need - s->aim) / local;
     int64_t c = index_floor_of(s, target);
@@ -569,7 +573,7 @@ static int64_t propose_without_points(const search *s)
     double target = (s->safe_budget - fit->intercept_bytes) / slope;
     if (s->hi_need > 0.0) {
         double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
-        double local = failures_slope(s, fail_x);
+        double local = failures_slope(s, fail_x, 2.0 * s->spread * s->hi_need);
         if (local > 0.0 && local < slope)
             slope = local;
         double below = fail_x - (s->hi_need - s->safe_budget) / slope;
@@ -678,11 +682,13 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
  * the threshold, and one reading placed the curve so that three proposals
  * in a row went over it under 6% noise, where a far size below gives the
  * line a second end); a reading the curve does not explain (the program
- * changed); quiet readings (the prior refuted) whose intercepts along the
+ * changed); a remembered fit whose residual exceeds the declared band
+ * (not noise: a jump the line was fitted across, so its slope is not the
+ * curve's anywhere, and readings on both sides of the jump placed it 4%
+ * short); quiet readings (the prior refuted) whose intercepts along the
  * remembered slope differ by more than two draws of their scatter, or of
- * the remembered fit's residual where that is within the declared band
- * (noise the earlier probe saw; a larger residual is a jump the line was
- * fitted across, not noise): the slope is refuted (a program whose
+ * the remembered fit's residual (noise the earlier probe saw): the slope
+ * is refuted (a program whose
  * per-sample memory grew a tenth, followed along the old slope, crept down
  * one size at a time for ten trials; test
  * search_model_quiet_readings_refute_a_remembered_slope); or a rejection
@@ -704,9 +710,8 @@ static int propose_remembered(search *s, const double *x, const double *y, unsig
         highest = b > highest ? b : highest;
     }
     double residual = s->opts->cached_fit.max_residual_bytes;
-    if (residual > s->spread * y[n - 1])
-        residual = 0.0;
-    if (s->quiet && highest - lowest > 2.0 * (scatter > residual ? scatter : residual) + granule)
+    if (residual > s->spread * y[n - 1] ||
+        (s->quiet && highest - lowest > 2.0 * (scatter > residual ? scatter : residual) + granule))
         return -1;
     double error = scatter / sqrt(3.0 * n);
     double at = (s->safe_budget - error - intercept) / r;
@@ -1334,7 +1339,7 @@ static int propose_model(search *s, int64_t *next)
         /* With one point, the baseline bounds the per-sample slope from above. */
         if (n == 1 && s->result->baseline_known && top_y > (double)s->result->baseline_bytes)
             slope = (top_y - (double)s->result->baseline_bytes) / top_x;
-        *next = propose_below_failure(s, top_x, top_y, slope);
+        *next = propose_below_failure(s, top_x, top_y, slope, resolvable);
         if (s->spread > 0.0 && cap_at(s, *next, secant_cap(s, x, y, n, resolvable)) > s->lo)
             *next = cap_at(s, *next, secant_cap(s, x, y, n, resolvable));
         return 0;
@@ -1419,7 +1424,7 @@ static int propose_model(search *s, int64_t *next)
     if (c >= s->hi) {
         /* The line says hi - 1 fits, but a larger size already failed:
          * something above the line lies in between. */
-        *next = propose_below_failure(s, top_x, top_y, slope);
+        *next = propose_below_failure(s, top_x, top_y, slope, resolvable);
         return 0;
     }
     /* The model says lo + 1 does not fit. Trust the line only where even
