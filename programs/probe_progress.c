@@ -171,6 +171,13 @@ void probe_print_summary(const session *s)
             break;
         }
     }
+    /* A cache entry that no longer held says so: the user learns that the
+     * budget or the program's memory changed since it was stored. */
+    if (r->cache_hit && r->batch_size != r->cache_remembered)
+        fprintf(stderr,
+                "  the remembered batch size %llu no longer held (the budget or the program's "
+                "memory changed): %llu now\n",
+                (unsigned long long)r->cache_remembered, (unsigned long long)r->batch_size);
     if (r->first_guess)
         fprintf(stderr, "  the estimate of %llu was %.0f%% of the measured %llu\n",
                 (unsigned long long)r->first_guess,

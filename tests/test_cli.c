@@ -29,6 +29,16 @@ static void clear_cache(const char *dir)
     batchfit_ctx_free(ctx);
 }
 
+/* Removes a test's cache directory: its entries, its lock and itself. */
+static void drop_cache_dir(const char *dir)
+{
+    clear_cache(dir);
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
+    rmdir(dir);
+}
+
 static const char *tool(void)
 {
     static char path[1024];
@@ -981,7 +991,8 @@ TEST(cli_estimate_and_a_probe_that_uses_it)
 
 /* The cache through the CLI: a second run verifies the remembered size
  * instead of searching; a damaged entry is reported, ignored and replaced;
- * concurrent probes lose no entries; list, show and clear. */
+ * concurrent probes lose no entries; list, show and clear; a remembered
+ * size that no longer held is reported. */
 TEST(cli_cache_remembers_verifies_and_survives_damage)
 {
     char dir[256], env_dir[300];
@@ -1059,10 +1070,31 @@ TEST(cli_cache_remembers_verifies_and_survives_damage)
     CHECK_CONTAINS(r.out, "removed 9 entries");
     CHECK_EQ(cli_env(&r, list, envs), 0);
     CHECK_CONTAINS(r.err, "0 entries");
-    char lock[300];
-    snprintf(lock, sizeof lock, "%s/.lock", dir);
-    unlink(lock);
-    rmdir(dir);
+
+    /* A remembered size that no longer holds (the program behind one
+     * --cache-key now needs a quarter more a sample): the summary says so,
+     * with the size found in its place. */
+    const char *before[] = {"probe", "--device", "host", "--memory-budget", "128.5MiB",
+                            "--cache-key", "grower", "--export-json", "-", "--", tool(), "grow",
+                            "1024", "4096", NULL};
+    CHECK_EQ(cli_env(&r, before, envs), 0);
+    first = result_number(r.out, "batch_size");
+    CHECK(first > 20);
+    CHECK(strstr(r.err, "no longer held") == NULL);
+    const char *after[] = {"probe", "--device", "host", "--memory-budget", "128.5MiB",
+                           "--cache-key", "grower", "--export-json", "-", "--", tool(), "grow",
+                           "1024", "5120", NULL};
+    CHECK_EQ(cli_env(&r, after, envs), 0);
+    CHECK_CONTAINS(r.out, "\"hit\": true");
+    unsigned long long now = result_number(r.out, "batch_size");
+    CHECK(now < first);
+    char expect[160];
+    snprintf(expect, sizeof expect,
+             "the remembered batch size %llu no longer held (the budget or the program's memory "
+             "changed): %llu now",
+             first, now);
+    CHECK_CONTAINS(r.err, expect);
+    drop_cache_dir(dir);
 }
 
 /* A trial that could not start is never an answer: with four open files
