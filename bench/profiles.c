@@ -490,7 +490,6 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         }
         return;
     }
-    uint64_t answer = bench_case_exact(c, 65536);
     if (kind == BENCH_STALE_CACHE) {
         /* The earlier probe ran under another budget, on draws of its
          * own: what it stored is its answer and the line it fitted (a
@@ -509,6 +508,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         }
         return;
     }
+    uint64_t answer = bench_case_exact(c, 65536);
     double factor = exp(between(&s, log(0.3), log(3.0)));
     double guess = factor * (double)(answer ? answer : 1);
     c->first_guess = guess < 1.0 ? 1 : (uint64_t)guess;

@@ -275,10 +275,12 @@ static int64_t propose_leap(const search *s)
     return clamp_inside(s, index_floor_of(s, far));
 }
 
-/* Which readings to collect: fitting trials with a measured peak, or
- * rejected trials that said what they needed (a peak over the threshold,
- * or what an out-of-memory trial reached at least). */
-typedef enum reading { READ_FITS, READ_FAILURES } reading;
+/* Which readings to collect: trials that ran to their end with a measured
+ * peak (fitting, or finished over the budget); rejected trials that said
+ * what they needed (a peak over the threshold, or what an out-of-memory
+ * trial reached at least); or those of them not stopped at the budget by a
+ * watchdog or the kernel (what they read is what they needed). */
+typedef enum reading { READ_FITS, READ_FAILURES, READ_NEEDS } reading;
 
 /* The readings of one kind, at most one point per batch size (the highest
  * peak seen there, and in low, when given, the lowest), sorted by batch. */
@@ -289,7 +291,8 @@ static unsigned collect(const search *s, reading kind, double *x, double *y, dou
         const batchfit_trial *tr = &s->result->trials[t];
         int wanted = kind == READ_FITS
                          ? tr->outcome == BATCHFIT_FITS || tr->over_budget
-                         : !tr->accepted && tr->outcome != BATCHFIT_ERROR;
+                         : !tr->accepted && tr->outcome != BATCHFIT_ERROR &&
+                               (kind == READ_FAILURES || !stopped(tr));
         if (!wanted || !tr->peak_known)
             continue;
         double bx = (double)tr->batch, py = (double)tr->peak_bytes;
@@ -405,20 +408,11 @@ static double crossing(const search *s, double x0, double y0, double slope)
  * there is no such pair. */
 static double failures_slope(const search *s, double fail_x, double resolvable)
 {
-    double at = 0.0, above_x = 0.0, above_y = 0.0;
-    for (size_t k = 0; k < s->result->trial_count; k++) {
-        const batchfit_trial *t = &s->result->trials[k];
-        if (t->accepted || t->outcome == BATCHFIT_ERROR || !t->peak_known || stopped(t))
-            continue;
-        double x = (double)t->batch, y = (double)t->peak_bytes;
-        if (x == fail_x && y > at)
-            at = y;
-        else if (x > fail_x && (above_x == 0.0 || x < above_x)) {
-            above_x = x;
-            above_y = y;
-        }
-    }
-    return at > 0.0 && above_y - at > resolvable ? (above_y - at) / (above_x - fail_x) : 0.0;
+    double fx[MAX_POINTS], fy[MAX_POINTS];
+    unsigned m = collect(s, READ_NEEDS, fx, fy, NULL);
+    unsigned k = index_of(fx, m, fail_x);
+    return k + 1 < m && fy[k + 1] - fy[k] > resolvable ? (fy[k + 1] - fy[k]) / (fx[k + 1] - fail_x)
+                                                       : 0.0;
 }
 
 /* Below a failure that said what it needed (a point above the curve). With
@@ -688,9 +682,8 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
  * short); quiet readings (the prior refuted) whose intercepts along the
  * remembered slope differ by more than two draws of their scatter, or of
  * the remembered fit's residual (noise the earlier probe saw): the slope
- * is refuted (a program whose
- * per-sample memory grew a tenth, followed along the old slope, crept down
- * one size at a time for ten trials; test
+ * is refuted (a program whose per-sample memory grew a tenth, followed
+ * along the old slope, crept down one size at a time for ten trials; test
  * search_model_quiet_readings_refute_a_remembered_slope); or a rejection
  * further over the threshold than the scatter (a jump the curve does not
  * know lies below it). */
@@ -715,14 +708,15 @@ static int propose_remembered(search *s, const double *x, const double *y, unsig
         return -1;
     double error = scatter / sqrt(3.0 * n);
     double at = (s->safe_budget - error - intercept) / r;
-    if (s->hi < (int64_t)s->lattice.count && index_floor_of(s, at) >= s->hi) {
+    int64_t c = index_floor_of(s, at);
+    if (s->hi < (int64_t)s->lattice.count && c >= s->hi) {
         if (!(s->hi_need > 0.0) || s->hi_need - s->safe_budget > scatter)
             return -1;
         at = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi) - scatter / r;
+        c = index_floor_of(s, at);
     }
     s->remembered = 1;
     double lo_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
-    int64_t c = index_floor_of(s, at);
     if (at < lo_x + error / r || c <= s->lo)
         return 1;
     *next = c;

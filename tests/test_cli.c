@@ -209,13 +209,8 @@ static void finish(run *r, int out_fd, int err_fd)
     int status;
     waitpid(r->pid, &status, 0);
     r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (r->cache_dir[0]) {
-        clear_cache(r->cache_dir);
-        char lock[300];
-        snprintf(lock, sizeof lock, "%s/.lock", r->cache_dir);
-        unlink(lock);
-        rmdir(r->cache_dir);
-    }
+    if (r->cache_dir[0])
+        drop_cache_dir(r->cache_dir);
 }
 
 static int cli_env(run *r, const char *const *args, const char *const *envs)
@@ -1272,11 +1267,7 @@ TEST(cli_cache_long_spec_and_key)
     run r;
     CHECK_EQ(cli_env(&r, list, envs), 0);
     CHECK_CONTAINS(r.err, "2 entries");
-    clear_cache(dir);
-    char lock[300];
-    snprintf(lock, sizeof lock, "%s/.lock", dir);
-    unlink(lock);
-    rmdir(dir);
+    drop_cache_dir(dir);
     free(spec);
     free(key);
 }
