@@ -1048,49 +1048,38 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     return 0;
 }
 
-/* The model strategy: fit the measured peaks, propose the largest lattice
- * point predicted to fit, verify it by running it. Returns 1 when the
- * bracket is settled by the fit (the next size is certified not to fit).
- *
- * Two quantities are kept apart. The declared spread e sets the acceptance
- * threshold (safe_budget) and nothing else, except as the prior for the
- * noise of points before the measurements can show their own scatter.
- * How far the search goes and when it stops come from the scatter the
- * measurements show: the largest residual of the points about the fitted
- * line, and the largest disagreement of a size run twice. */
-static int propose_model(search *s, int64_t *next)
-{
+/* What the model reads from its points (see propose_model): the line
+ * nearest the boundary, the scatter the measurements show, what a rise
+ * must exceed to be evidence, and where lo and the next size lie. */
+typedef struct view {
     double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
-    unsigned n = collect_points(s, x, y, low);
-    n = drop_cold_start(s, x, y, low, n);
-    s->remembered = 0;
+    unsigned n;              /* the points, sorted by batch */
+    unsigned use;            /* how many of the largest are fitted */
+    double top_x, top_y;     /* the largest point */
+    double granule;          /* the allocation granule the peaks share */
+    batchfit_fit fit;        /* the line through the fitted points */
+    double declared;         /* the declared band at the top: 2 spread top_y */
+    double quiet_below;      /* a scatter under this refutes the declared prior */
+    int scatter_known;       /* the measurements show a scatter of their own */
+    int quiet;               /* and it refuted the prior */
+    double scatter;          /* how far a draw strays: the aim and the coin-toss band */
+    double noise;            /* how far two readings may differ */
+    double top3_quiet;       /* line_at_next's quiet cut (0 unless quiet) */
+    int collinear;           /* one line explains the fitted points */
+    int certifiable;         /* to within 0.5% of the peak, for certificates */
+    double slope;            /* the line's slope, else the top secant */
+    double resolvable;       /* a rise beyond this is evidence of a slope */
+    double lo_x, next_x;     /* lo's batch size and the next size's */
+    unsigned il;             /* lo's index among the points (n: none) */
+    double tolerance;        /* rounding and scatter allowed a certificate */
+    int line_reaches_lo;     /* no jump lies between lo and the points above it */
+} view;
 
-    if (s->result->trial_count == 0) {
-        *next = 0;
-        uint64_t guess = s->opts->cached_batch ? s->opts->cached_batch : s->opts->first_guess;
-        if (guess)
-            *next = clamp_inside(s, index_floor_of(s, (double)guess));
-        return 0;
-    }
-    if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
-        s->lo == index_floor_of(s, (double)s->opts->cached_batch))
-        return verify_cached(s, next);
-    if (!s->budget_known ||
-        (s->misses >= 2 && n == 0 && (s->hi_stopped || !(remembered_slope(s) > 0.0)))) {
-        /* No budget to fit against (or nothing to fit after repeated
-         * misses): gallop while nothing failed, then bisect. A remembered
-         * curve goes on placing the next size below a failure that read
-         * what it needed; below one stopped at the budget it could only
-         * step down by the little that reading is over the threshold
-         * (135, 116, 100, 84: 15% a trial, eight out of memory after the
-         * program grew tenfold). */
-        *next = propose_gallop(s);
-        return 0;
-    }
-    if (n == 0) {
-        *next = propose_without_points(s);
-        return 0;
-    }
+/* Reads the collected points into *v and sets the aim (and s->quiet). */
+static void read_points(search *s, view *v)
+{
+    const double *x = v->x, *y = v->y, *low = v->low;
+    unsigned n = v->n;
     double top_x = x[n - 1], top_y = y[n - 1];
     double granule = granule_of(y, n);
     double repeat = 0.0;
@@ -1240,12 +1229,6 @@ static int propose_model(search *s, int64_t *next)
     if (s->spread > 0.0)
         s->aim -= scatter;
 
-    if (s->spread > 0.0) {
-        int b = propose_remembered(s, x, y, n, scatter, granule, next);
-        if (b >= 0)
-            return b;
-    }
-
     double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
     double next_x = s->lo + 1 < (int64_t)s->lattice.count
                         ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1)
@@ -1270,6 +1253,44 @@ static int propose_model(search *s, int64_t *next)
             jump_band = 2.0 * scatter + granule;
     }
     int line_reaches_lo = continues_past_lo(x, y, n, lo_x, jump_band);
+
+    v->use = use;
+    v->top_x = top_x;
+    v->top_y = top_y;
+    v->granule = granule;
+    v->fit = fit;
+    v->declared = declared;
+    v->quiet_below = quiet_below;
+    v->scatter_known = scatter_known;
+    v->quiet = quiet;
+    v->scatter = scatter;
+    v->noise = noise;
+    v->top3_quiet = top3_quiet;
+    v->collinear = collinear;
+    v->certifiable = certifiable;
+    v->slope = slope;
+    v->resolvable = resolvable;
+    v->lo_x = lo_x;
+    v->next_x = next_x;
+    v->il = il;
+    v->tolerance = tolerance;
+    v->line_reaches_lo = line_reaches_lo;
+}
+
+/* Whether lo + 1 is settled (returns 1): certified over the threshold, or
+ * a coin toss the points cannot decide; or, inside a bracket, the next
+ * size from the readings at both ends (returns 0). -1: neither applies. */
+static int settle_at_lo(search *s, const view *v, int64_t *next)
+{
+    const double *x = v->x, *y = v->y, *low = v->low;
+    unsigned n = v->n, use = v->use, il = v->il;
+    const double *fy = v->y + (n - use);
+    double top_x = v->top_x, top_y = v->top_y, granule = v->granule, slope = v->slope;
+    double scatter = v->scatter, noise = v->noise, resolvable = v->resolvable;
+    double lo_x = v->lo_x, next_x = v->next_x, tolerance = v->tolerance;
+    double quiet_below = v->quiet_below, top3_quiet = v->top3_quiet;
+    int quiet = v->quiet, scatter_known = v->scatter_known, certifiable = v->certifiable;
+    int line_reaches_lo = v->line_reaches_lo;
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
         double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
@@ -1324,6 +1345,23 @@ static int propose_model(search *s, int64_t *next)
         if (b >= 0)
             return b;
     }
+    return -1;
+}
+
+/* Past lo: the next size from the line (or, with the slope unknown, from
+ * what bounds it), or lo + 1 certified over the threshold (returns 1). */
+static int propose_from_line(search *s, const view *v, int64_t *next)
+{
+    const double *x = v->x, *y = v->y;
+    unsigned n = v->n, use = v->use;
+    const double *fx = v->x + (n - use), *fy = v->y + (n - use);
+    double top_x = v->top_x, top_y = v->top_y, granule = v->granule, slope = v->slope;
+    double noise = v->noise, resolvable = v->resolvable, declared = v->declared;
+    double lo_x = v->lo_x, next_x = v->next_x, tolerance = v->tolerance;
+    double top3_quiet = v->top3_quiet;
+    int quiet = v->quiet, scatter_known = v->scatter_known, certifiable = v->certifiable;
+    int collinear = v->collinear, line_reaches_lo = v->line_reaches_lo;
+    batchfit_fit fit = v->fit;
     if (s->misses >= 2) {
         /* After repeated misses, bisect so the worst case stays bounded. */
         *next = propose_gallop(s);
@@ -1436,6 +1474,64 @@ static int propose_model(search *s, int64_t *next)
     if (*next > s->lo + 1 && *next < s->hi)
         *next = s->lo + 1 + (*next - s->lo - 1) / 2;
     return 0;
+}
+
+/* The model strategy: fit the measured peaks, propose the largest lattice
+ * point predicted to fit, verify it by running it. Returns 1 when the
+ * bracket is settled by the fit (the next size is certified not to fit).
+ *
+ * Two quantities are kept apart. The declared spread e sets the acceptance
+ * threshold (safe_budget) and nothing else, except as the prior for the
+ * noise of points before the measurements can show their own scatter.
+ * How far the search goes and when it stops come from the scatter the
+ * measurements show: the largest residual of the points about the fitted
+ * line, and the largest disagreement of a size run twice. */
+static int propose_model(search *s, int64_t *next)
+{
+    view v;
+    v.n = collect_points(s, v.x, v.y, v.low);
+    v.n = drop_cold_start(s, v.x, v.y, v.low, v.n);
+    unsigned n = v.n;
+    s->remembered = 0;
+
+    if (s->result->trial_count == 0) {
+        *next = 0;
+        uint64_t guess = s->opts->cached_batch ? s->opts->cached_batch : s->opts->first_guess;
+        if (guess)
+            *next = clamp_inside(s, index_floor_of(s, (double)guess));
+        return 0;
+    }
+    if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
+        s->lo == index_floor_of(s, (double)s->opts->cached_batch))
+        return verify_cached(s, next);
+    if (!s->budget_known ||
+        (s->misses >= 2 && n == 0 && (s->hi_stopped || !(remembered_slope(s) > 0.0)))) {
+        /* No budget to fit against (or nothing to fit after repeated
+         * misses): gallop while nothing failed, then bisect. A remembered
+         * curve goes on placing the next size below a failure that read
+         * what it needed; below one stopped at the budget it could only
+         * step down by the little that reading is over the threshold
+         * (135, 116, 100, 84: 15% a trial, eight out of memory after the
+         * program grew tenfold). */
+        *next = propose_gallop(s);
+        return 0;
+    }
+    if (n == 0) {
+        *next = propose_without_points(s);
+        return 0;
+    }
+    read_points(s, &v);
+
+    if (s->spread > 0.0) {
+        int b = propose_remembered(s, v.x, v.y, v.n, v.scatter, v.granule, next);
+        if (b >= 0)
+            return b;
+    }
+
+    int b = settle_at_lo(s, &v, next);
+    if (b >= 0)
+        return b;
+    return propose_from_line(s, &v, next);
 }
 
 /* Returns 1 when the strategy has its answer, else sets *next. */
