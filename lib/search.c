@@ -1485,7 +1485,13 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
  * noise of points before the measurements can show their own scatter.
  * How far the search goes and when it stops come from the scatter the
  * measurements show: the largest residual of the points about the fitted
- * line, and the largest disagreement of a size run twice. */
+ * line, and the largest disagreement of a size run twice.
+ *
+ * In order: read_points reads the line and the scatter (and sets the aim);
+ * a remembered curve the readings agree with places the next size
+ * (propose_remembered); settle_at_lo decides lo + 1 (certified, or a coin
+ * toss) or the next size inside a bracket; propose_from_line goes on past
+ * the points. */
 static int propose_model(search *s, int64_t *next)
 {
     view v;
