@@ -46,6 +46,11 @@
  * of the batch (4 against bisection's 5), and a trial buys it; past them a
  * step is within the one-step rule and not worth one. */
 #define TOSS_WORTH_A_TRIAL 0.05
+/* A coin toss that rests on the declared prior alone (not refuted, and no
+ * re-run or fall has shown scatter of half its size) gives away at most
+ * this share of lo: where the band it makes reaches further above lo, a
+ * size inside it is run (see inside_prior_band). */
+#define PRIOR_BAND_AT_MOST 0.25
 
 typedef struct search {
     batchfit_ctx *ctx;
@@ -1277,6 +1282,36 @@ static void read_points(search *s, view *v)
     v->line_reaches_lo = line_reaches_lo;
 }
 
+/* settle_at_lo found lo + 1 inside the coin-toss band, where a size passes
+ * or fails by the draw. Where that band is the declared prior's (the points
+ * did not refute it, and no re-run or fall showed half its scatter) and
+ * reaches more than PRIOR_BAND_AT_MOST of lo above lo, the draw it assumes
+ * may not be there: a program that allocates its per-sample memory 64
+ * samples at a time under a budget 4 MiB over its 23 MiB of fixed memory
+ * (host 5%: a band of 70 sizes) stopped anywhere from 24 to 126 where 128
+ * fit, the bracket above lo never tried. The middle of lo and the band's
+ * top (the line's crossing of the threshold plus the scatter, below hi) is
+ * run instead; its pass or failure narrows the band like any trial, and the
+ * stop is taken once what is left of it is under that share. -1 where the
+ * stop stands. */
+static int64_t inside_prior_band(const search *s, const view *v, double predicted)
+{
+    if (v->quiet || !(v->slope > 0.0) || shown_scatter(v->y, v->low, v->n) >= 0.5 * v->scatter)
+        return -1;
+    double top = v->next_x + (s->safe_budget + v->scatter - predicted) / v->slope;
+    if (s->hi < (int64_t)s->lattice.count) {
+        double below_hi = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi - 1);
+        if (top > below_hi)
+            top = below_hi;
+    }
+    if (!(top - v->lo_x > PRIOR_BAND_AT_MOST * v->lo_x))
+        return -1;
+    int64_t i = index_floor_of(s, 0.5 * (v->lo_x + top));
+    if (i <= s->lo)
+        i = s->lo + 1;
+    return i < s->hi ? i : -1;
+}
+
 /* Whether lo + 1 is settled (returns 1): certified over the threshold, or
  * a coin toss the points cannot decide; or, inside a bracket, the next
  * size from the readings at both ends (returns 0). -1: neither applies. */
@@ -1325,8 +1360,13 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
              * or, from quiet points, where the next size is worth a trial
              * (TOSS_WORTH_A_TRIAL). */
             if ((quiet && next_x - lo_x < TOSS_WORTH_A_TRIAL * lo_x) ||
-                predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x))
-                return 1;
+                predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x)) {
+                int64_t i = inside_prior_band(s, v, predicted);
+                if (i < 0)
+                    return 1;
+                *next = i;
+                return 0;
+            }
             *next = s->lo + 1;
             return 0;
         }

@@ -10,6 +10,7 @@ typedef struct curve_oracle {
     double fixed, per_sample, capacity;
     double jump_at, jump_bytes; /* a workspace of jump_bytes from batch jump_at on */
     double flat_until;          /* per_sample grows only past this batch; 0: from 0 */
+    double step;                /* per-sample memory comes step samples at a time; 0: 1 */
     int report_peak;
     int report_need;            /* an out-of-memory trial needed at least the capacity (a kill) */
     double wander;              /* relative accounting wander, fixed per batch size (+-) */
@@ -33,6 +34,8 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     if (o->abort_after && (int)o->count > o->abort_after)
         return o->abort_code ? o->abort_code : BATCHFIT_E_ABORTED;
     double grown = (double)batch > o->flat_until ? (double)batch - o->flat_until : 0.0;
+    if (o->step > 0.0)
+        grown = ceil(grown / o->step) * o->step;
     double peak = o->fixed + o->per_sample * grown;
     if (o->jump_bytes > 0.0 && (double)batch >= o->jump_at)
         peak += o->jump_bytes;
@@ -1358,6 +1361,26 @@ static int scripted_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     return curve_trial(&o->fallback, batch, t);
 }
 
+/* Searches with the scripted oracle under budget_mib and the host's 5%. */
+static batchfit_result *scripted_search(batchfit_ctx *ctx, const batchfit_options *o,
+                                        scripted_oracle *so, double budget_mib)
+{
+    batchfit_result *r = NULL;
+    int rc = batchfit_decide(ctx, o, 0, &r);
+    if (rc == BATCHFIT_OK) {
+        r->budget.known = 1;
+        r->budget.budget_bytes = (uint64_t)(budget_mib * 1048576.0);
+        r->budget.peak_spread = 0.05;
+        rc = batchfit_search(ctx, o, scripted_trial, so, r);
+    }
+    if (rc != BATCHFIT_OK) {
+        test_fail(__FILE__, __LINE__, "the scripted search returned %d", rc);
+        batchfit_result_free(r);
+        return NULL;
+    }
+    return r;
+}
+
 /* A trial that ran to its end over the budget (the watchdog let it finish)
  * read the whole curve there: it is a point for the fit, as a trial over
  * the threshold is. Left out, a stale probe of a deterministic program (a
@@ -1374,16 +1397,43 @@ TEST(search_model_a_reading_over_the_budget_is_a_point)
     batchfit_options o;
     remembered_770(&o);
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_result *r = NULL;
-    CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
-    r->budget.known = 1;
-    r->budget.budget_bytes = (uint64_t)(190.0 * 1048576.0);
-    r->budget.peak_spread = 0.05;
-    CHECK_EQ(batchfit_search(ctx, &o, scripted_trial, &so, r), BATCHFIT_OK);
+    batchfit_result *r = scripted_search(ctx, &o, &so, 190.0);
+    CHECK(r != NULL);
     CHECK(r->trials[1].over_budget);
     /* floor((190 * 0.95 / 1.05 - 20.5) * 1024 / 260) = 596; 595 read 172.00 */
     CHECK(r->batch_size >= 593 && r->batch_size <= 596);
     CHECK(r->trial_count <= 6);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+/* A band the declared prior makes, and nothing measured shows, is tried, not
+ * given away. A reviewer's C program allocates its per-sample memory 64
+ * samples at a time (20.24 MiB, then 2.5 MiB for each 64 samples begun)
+ * under a 30 MiB budget on the host (28.5 MiB usable, 5%): it read 22.75,
+ * 22.90, 22.75 and 22.76 MiB at 1, 2, 3 and 24, and 27.75 MiB at 192,
+ * over the threshold of 25.79 MiB. Between 24 and 192 the line crosses the
+ * threshold inside the prior's coin-toss band of some 70 sizes, and the
+ * search stopped at 24 where 128 fits (bisection's answer). */
+TEST(search_model_tries_a_band_only_the_prior_makes)
+{
+    static const double rows[][3] = {
+        {1, 0, 22.75}, {2, 0, 22.90}, {3, 0, 22.75}, {24, 0, 22.76}, {192, 0, 27.75}};
+    curve_oracle c = killed_program(20.24, 40.0 / 1024.0, 0, 28.5, 0.0);
+    c.step = 64;
+    scripted_oracle so = {rows, 5, 0, c};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = scripted_search(ctx, &o, &so, 28.5);
+    CHECK(r != NULL);
+    /* The reviewer's trials came first, as they ran. */
+    CHECK_EQ(so.used, 0x1Fu);
+    /* 65-128 read 25.24 MiB, 129-192 27.74: what is left of the band once
+     * the search stops is under a quarter of lo. */
+    CHECK(r->batch_size >= 103 && r->batch_size <= 128);
+    CHECK(r->trial_count <= 12);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
