@@ -1437,3 +1437,27 @@ TEST(search_model_tries_a_band_only_the_prior_makes)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* Quiet points make the band narrow in memory, not in sizes where a sample
+ * adds next to nothing: a reviewer's PyTorch CPU job (310 MiB of weights,
+ * about 40 KiB a sample; 371 MiB budget on the host, 352.45 MiB usable)
+ * read these six peaks and stopped at 163, the band above it some 100
+ * sizes wide, where bisection found 212. */
+TEST(search_model_tries_a_quiet_band_many_sizes_wide)
+{
+    static const double rows[][3] = {{1, 0, 310.84},   {2, 0, 310.71},   {3, 0, 310.84},
+                                     {24, 0, 312.11},  {128, 0, 316.89}, {163, 0, 317.46}};
+    scripted_oracle so = {rows, 6, 0, killed_program(310.8, 0.04, 0, 352.45, 0.0)};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = scripted_search(ctx, &o, &so, 352.45);
+    CHECK(r != NULL);
+    CHECK_EQ(so.used, 0x3Fu);
+    /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202 on the line beyond */
+    CHECK(r->batch_size > 163 && r->batch_size <= 202);
+    CHECK(r->trial_count <= 8);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
