@@ -1361,10 +1361,17 @@ static int scripted_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     return curve_trial(&o->fallback, batch, t);
 }
 
-/* Searches with the scripted oracle under budget_mib and the host's 5%. */
+/* Searches with the scripted oracle under budget_mib and the host's 5%;
+ * o NULL: the default options over 1..65536. */
 static batchfit_result *scripted_search(batchfit_ctx *ctx, const batchfit_options *o,
                                         scripted_oracle *so, double budget_mib)
 {
+    batchfit_options defaults;
+    if (!o) {
+        batchfit_options_init(&defaults);
+        defaults.requested_max = 65536;
+        o = &defaults;
+    }
     batchfit_result *r = NULL;
     int rc = batchfit_decide(ctx, o, 0, &r);
     if (rc == BATCHFIT_OK) {
@@ -1422,11 +1429,8 @@ TEST(search_model_tries_a_band_only_the_prior_makes)
     curve_oracle c = killed_program(20.24, 40.0 / 1024.0, 0, 28.5, 0.0);
     c.step = 64;
     scripted_oracle so = {rows, 5, 0, c};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.requested_max = 65536;
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_result *r = scripted_search(ctx, &o, &so, 28.5);
+    batchfit_result *r = scripted_search(ctx, NULL, &so, 28.5);
     CHECK(r != NULL);
     /* The reviewer's trials came first, as they ran. */
     CHECK_EQ(so.used, 0x1Fu);
@@ -1448,11 +1452,8 @@ TEST(search_model_tries_a_quiet_band_many_sizes_wide)
     static const double rows[][3] = {{1, 0, 310.84},   {2, 0, 310.71},   {3, 0, 310.84},
                                      {24, 0, 312.11},  {128, 0, 316.89}, {163, 0, 317.46}};
     scripted_oracle so = {rows, 6, 0, killed_program(310.8, 0.04, 0, 352.45, 0.0)};
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.requested_max = 65536;
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_result *r = scripted_search(ctx, &o, &so, 352.45);
+    batchfit_result *r = scripted_search(ctx, NULL, &so, 352.45);
     CHECK(r != NULL);
     CHECK_EQ(so.used, 0x3Fu);
     /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202 on the line beyond */
