@@ -1462,3 +1462,38 @@ TEST(search_model_tries_a_quiet_band_many_sizes_wide)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* A minimum whose first reading is too close to the budget is run once
+ * more before the search gives up: a reviewer's PyTorch job (310.8 MiB and
+ * 40 KiB a sample, 352.45 MiB usable on the host) read 323.45 MiB once at
+ * batch 1, over the threshold of 318.88 MiB, and the probe ended with "even
+ * the minimum batch size 1 does not fit". Both readings are kept; the
+ * second decides. */
+TEST(search_a_minimum_too_close_once_runs_again)
+{
+    curve_oracle c = killed_program(310.8, 0.04, 0, 352.45, 0.0);
+    c.cold_start = 12.65 * 1048576.0;
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK(r->trial_count >= 2);
+    CHECK_EQ(r->trials[0].batch, 1);
+    CHECK(!r->trials[0].accepted && r->trials[0].outcome == BATCHFIT_FITS);
+    CHECK_EQ(r->trials[1].batch, 1);
+    CHECK(r->trials[1].accepted);
+    /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202; the two readings
+     * at 1, 4% apart, are the program's scatter now, so its small rises are
+     * not resolved and the search doubles its way up (131 in 13 trials). */
+    CHECK(r->batch_size >= 100 && r->batch_size <= 202);
+    batchfit_result_free(r);
+    /* Too close on both readings: the minimum does not fit, after two. */
+    c = killed_program(319.5, 0.04, 0, 352.45, 0.0);
+    c.cold_start = 3.0 * 1048576.0;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK_EQ(r->trial_count, 2);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
