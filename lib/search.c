@@ -221,17 +221,6 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
     return BATCHFIT_OK;
 }
 
-/* Runs one trial at lattice index i. Returns BATCHFIT_OK or a code that ends
- * the search. */
-/* Whether a trial at batch has been recorded already. */
-static int ran_at(const search *s, uint64_t batch)
-{
-    for (size_t k = 0; k < s->result->trial_count; k++)
-        if (s->result->trials[k].batch == batch)
-            return 1;
-    return 0;
-}
-
 /* Runs the oracle at lattice index i into *t (zeroed first). */
 static int call_oracle(search *s, int64_t i, batchfit_trial *t)
 {
@@ -240,11 +229,16 @@ static int call_oracle(search *s, int64_t i, batchfit_trial *t)
     return oracle_code(s, s->oracle(s->oracle_userdata, t->batch, t), t->batch);
 }
 
-/* A minimum too close to the budget (it finished under the budget, over the
- * threshold) ends the search, as nothing smaller can run. On its first
- * reading that may be a draw (a PyTorch job's batch 1 read 323.45 MiB once
- * against a threshold of 318.88 MiB, 310.8 MiB on every other run, and the
- * probe failed with "even the minimum does not fit"): that reading is
+/* Runs one trial at lattice index i. Returns BATCHFIT_OK or a code that ends
+ * the search.
+ *
+ * A minimum too close to the budget (it finished under the budget, over the
+ * threshold) ends the search, as nothing smaller can run. With nothing
+ * accepted yet, this is its first reading (an earlier one was either
+ * accepted or ended the search), and that may be a draw (a PyTorch job's
+ * batch 1 read 323.45 MiB once against a threshold of 318.88 MiB, 310.8 MiB
+ * on every other run, and the probe failed with "even the minimum does not
+ * fit"): that reading is
  * recorded (a point, and a re-run's scatter) without moving the bracket,
  * and the minimum runs once more; the second reading decides. */
 static int run_trial(search *s, int64_t i)
@@ -253,8 +247,7 @@ static int run_trial(search *s, int64_t i)
     int rc = call_oracle(s, i, &t);
     if (rc)
         return rc;
-    if (i == 0 && s->lo < 0 && s->result->trial_count + 1 < s->opts->max_trials &&
-        !ran_at(s, batchfit__lattice_value(&s->lattice, 0))) {
+    if (i == 0 && s->lo < 0 && s->result->trial_count + 1 < s->opts->max_trials) {
         batchfit_trial judged = t;
         judge(s, &judged);
         if (judged.outcome == BATCHFIT_FITS && !judged.accepted) {
