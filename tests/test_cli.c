@@ -1078,7 +1078,7 @@ TEST(cli_cache_remembers_verifies_and_survives_damage)
     CHECK(strstr(r.err, "no longer held") == NULL);
     const char *after[] = {"probe", "--device", "host", "--memory-budget", "128.5MiB",
                            "--cache-key", "grower", "--export-json", "-", "--", tool(), "grow",
-                           "1024", "5120", NULL};
+                           "1280", "4096", NULL};
     CHECK_EQ(cli_env(&r, after, envs), 0);
     CHECK_CONTAINS(r.out, "\"hit\": true");
     unsigned long long now = result_number(r.out, "batch_size");
