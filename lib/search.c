@@ -229,6 +229,13 @@ static int call_oracle(search *s, int64_t i, batchfit_trial *t)
     return oracle_code(s, s->oracle(s->oracle_userdata, t->batch, t), t->batch);
 }
 
+/* Whether a judged trial at index i is the minimum's first reading, too
+ * close to the budget: nothing accepted yet, finished, over the threshold. */
+static int too_close_minimum(const search *s, int64_t i, const batchfit_trial *judged)
+{
+    return i == 0 && s->lo < 0 && judged->outcome == BATCHFIT_FITS && !judged->accepted;
+}
+
 /* Runs one trial at lattice index i. Returns BATCHFIT_OK or a code that ends
  * the search.
  *
@@ -247,10 +254,10 @@ static int run_trial(search *s, int64_t i)
     int rc = call_oracle(s, i, &t);
     if (rc)
         return rc;
-    if (i == 0 && s->lo < 0 && s->result->trial_count + 1 < s->opts->max_trials) {
+    if (s->result->trial_count + 1 < s->opts->max_trials) {
         batchfit_trial judged = t;
         judge(s, &judged);
-        if (judged.outcome == BATCHFIT_FITS && !judged.accepted) {
+        if (too_close_minimum(s, i, &judged)) {
             rc = record_trial(s, i, &t, 0);
             if (!rc)
                 rc = call_oracle(s, i, &t);
@@ -405,11 +412,29 @@ static double granule_of(const double *y, unsigned n)
  * as the program's scatter. A size run again keeps its warm readings. */
 static unsigned drop_cold_start(const search *s, double *x, double *y, double *low, unsigned n)
 {
-    if (n < 3 || s->result->trial_count == 0)
+    if (s->result->trial_count == 0)
         return n;
     const batchfit_trial *first = &s->result->trials[0];
     unsigned j = index_of(x, n, (double)first->batch);
-    if (j == n || !first->peak_known || (double)first->peak_bytes != y[j] || low[j] != y[j])
+    if (j == n || !first->peak_known || (double)first->peak_bytes != y[j])
+        return n;
+    if (low[j] != y[j]) {
+        /* Run again (the minimum too close on its first reading, see
+         * run_trial) and read lower: the warm runs are the size's readings.
+         * Kept as a re-run's scatter, the cold one stopped a search in
+         * rounds at 16 where 202 fits (the bracket's whole rise under it). */
+        double warm = 0.0;
+        for (size_t t = 1; t < s->result->trial_count; t++) {
+            const batchfit_trial *tr = &s->result->trials[t];
+            if (tr->batch == first->batch && tr->peak_known && tr->outcome == BATCHFIT_FITS &&
+                (double)tr->peak_bytes > warm)
+                warm = (double)tr->peak_bytes;
+        }
+        if (warm > 0.0)
+            y[j] = warm;
+        return n;
+    }
+    if (n < 3)
         return n;
     double granule = granule_of(y, n);
     for (unsigned k = j + 1; k < n; k++)
@@ -1958,8 +1983,22 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
             break;
         result->rounds++;
         trials += n;
-        for (unsigned j = 0; j < n && rc == BATCHFIT_OK; j++)
+        for (unsigned j = 0; j < n && rc == BATCHFIT_OK; j++) {
             rc = record_trial(&s, props[j], &ts[j], 0);
+            /* The minimum too close on its first reading runs once more,
+             * alone, as in run_trial; the second reading decides. */
+            if (rc == BATCHFIT_OK && too_close_minimum(&s, props[j], &ts[j]) &&
+                trials < opts->max_trials) {
+                memset(&ts[j], 0, sizeof ts[j]);
+                ts[j].batch = batches[j];
+                rc = oracle_code(&s, round(round_userdata, &batches[j], 1, &ts[j]), batches[j]);
+                if (rc)
+                    break;
+                result->rounds++;
+                trials++;
+                rc = record_trial(&s, props[j], &ts[j], 0);
+            }
+        }
         if (rc)
             break;
         /* The smallest rejected size bounds the bracket; of the accepted

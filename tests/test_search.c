@@ -1484,10 +1484,11 @@ TEST(search_a_minimum_too_close_once_runs_again)
     CHECK(!r->trials[0].accepted && r->trials[0].outcome == BATCHFIT_FITS);
     CHECK_EQ(r->trials[1].batch, 1);
     CHECK(r->trials[1].accepted);
-    /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202; the two readings
-     * at 1, 4% apart, are the program's scatter now, so its small rises are
-     * not resolved and the search doubles its way up (131 in 13 trials). */
-    CHECK(r->batch_size >= 100 && r->batch_size <= 202);
+    /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202. The cold first
+     * reading is not the program's scatter (the warm re-run is the size's
+     * reading): kept as one, the search doubled its way up, 131 in 13. */
+    CHECK(r->batch_size >= 201 && r->batch_size <= 202);
+    CHECK(r->trial_count <= 8);
     batchfit_result_free(r);
     /* Too close on both readings: the minimum does not fit, after two. */
     c = killed_program(319.5, 0.04, 0, 352.45, 0.0);
@@ -1496,4 +1497,50 @@ TEST(search_a_minimum_too_close_once_runs_again)
     CHECK_EQ(r->trial_count, 2);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
+}
+
+/* The same in rounds: the minimum's too-close first reading runs again,
+ * alone, and the second decides; two such readings end the probe. */
+TEST(search_parallel_a_minimum_too_close_once_runs_again)
+{
+    for (int twice = 0; twice < 2; twice++) {
+        curve_oracle c = killed_program(twice ? 319.5 : 310.8, 0.04, 0, 352.45, 0.0);
+        c.cold_start = (twice ? 3.0 : 12.65) * 1048576.0;
+        round_oracle ro = {0};
+        ro.curve = &c;
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.requested_max = 65536;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+        r->budget.known = 1;
+        r->budget.budget_bytes = (uint64_t)c.capacity;
+        r->budget.peak_spread = 0.05;
+        int rc = batchfit_search_parallel(ctx, &o, 4, curve_round, &ro, r);
+        CHECK_EQ(ro.first_count, 4);
+        CHECK_EQ(ro.first_round[0], 1);
+        /* The re-run is a round of its own, of the minimum alone. */
+        CHECK(ro.rounds >= 2);
+        CHECK_EQ(c.tried[4], 1);
+        CHECK(r->trial_count >= 5);
+        CHECK_EQ(r->trials[0].batch, 1);
+        CHECK(!r->trials[0].accepted && r->trials[0].outcome == BATCHFIT_FITS);
+        CHECK_EQ(r->trials[1].batch, 1);
+        if (twice) {
+            CHECK_EQ(rc, BATCHFIT_E_MIN_DOES_NOT_FIT);
+            CHECK(!r->trials[1].accepted);
+            CHECK_EQ(r->trial_count, 5);
+        } else {
+            CHECK_EQ(rc, BATCHFIT_OK);
+            CHECK(r->trials[1].accepted);
+            /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202: with the
+             * cold reading taken for scatter, the bracket 16..256 rose less
+             * than it, and the search stopped at 16. */
+            CHECK(r->batch_size >= 201 && r->batch_size <= 202);
+            CHECK(ro.rounds <= 6);
+        }
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
 }
