@@ -11,8 +11,11 @@ typedef struct curve_oracle {
     double jump_at, jump_bytes; /* a workspace of jump_bytes from batch jump_at on */
     double flat_until;          /* per_sample grows only past this batch; 0: from 0 */
     double step;                /* per-sample memory comes step samples at a time; 0: 1 */
+    double pool_block;          /* per-sample memory comes in pools of this size doubled
+                                   until they hold it (an allocator's 2^k blocks); 0: none */
     int report_peak;
     int report_need;            /* an out-of-memory trial needed at least the capacity (a kill) */
+    int report_exact_need;      /* an out-of-memory trial says what it needed (a framework) */
     double wander;              /* relative accounting wander, fixed per batch size (+-) */
     double cold_start;          /* bytes the first trial reads on top (a cold cache) */
     double overshoot;           /* a killed trial's need exceeds the capacity by this share */
@@ -37,6 +40,12 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     if (o->step > 0.0)
         grown = ceil(grown / o->step) * o->step;
     double peak = o->fixed + o->per_sample * grown;
+    if (o->pool_block > 0.0) {
+        double pool = o->pool_block;
+        while (pool < o->per_sample * grown)
+            pool *= 2.0;
+        peak = o->fixed + pool;
+    }
     if (o->jump_bytes > 0.0 && (double)batch >= o->jump_at)
         peak += o->jump_bytes;
     if (o->wander > 0.0)
@@ -51,7 +60,9 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         snprintf(t->message, sizeof t->message, "IndexError: list index out of range");
         return 0;
     }
-    if (o->oom_from && batch >= o->oom_from) {
+    /* An OOM elsewhere reads what the trial held; a framework's message
+     * says what it needed: either way the peak is the reading. */
+    if ((o->oom_from && batch >= o->oom_from) || (peak > o->capacity && o->report_exact_need)) {
         t->outcome = BATCHFIT_OOM;
         t->peak_known = 1;
         t->peak_bytes = (uint64_t)peak;
@@ -1497,6 +1508,36 @@ TEST(search_a_minimum_too_close_once_runs_again)
     CHECK_EQ(r->trial_count, 2);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
+}
+
+/* A program whose per-sample memory sits in pools that double until they
+ * hold it (six layers of blocks of 2 MiB, 4 MiB, ...: 12, 24, 48, 96, 192
+ * MiB over 24.3 MiB), measured to the end, a framework's message saying
+ * what an out-of-memory trial needed. The crossing is a pool's edge, and
+ * readings on either side of it are flat: the secant across the bracket is
+ * a jump's. Coming down from a rejected size along it placed the next size
+ * on the same flat run (200, 179, 157, 113: fifteen trials for 102, now
+ * twelve), and
+ * going up from lo crept 769, 770, 772, 776, 784 until the secant's
+ * certificate stopped the search at 800 where 819 fits (15 trials either
+ * way). */
+TEST(search_model_bisects_a_bracket_between_flat_runs)
+{
+    static const struct {
+        double capacity;
+        uint64_t truth;
+        size_t trials;
+    } cases[] = {{76.0, 102, 13}, {247.0, 819, 15}};
+    for (size_t k = 0; k < 2; k++) {
+        curve_oracle c = killed_program(24.3, 0.234375, 0, cases[k].capacity, 0.0);
+        c.pool_block = 12.0 * 1048576.0;
+        c.report_need = 0;
+        c.report_exact_need = 1;
+        batchfit_result *r = both_find(&c, 0.05, cases[k].truth);
+        CHECK(r != NULL);
+        CHECK(r && r->trial_count <= cases[k].trials);
+        batchfit_result_free(r);
+    }
 }
 
 /* The same in rounds: the minimum's too-close first reading runs again,
