@@ -1811,6 +1811,59 @@ static int stop_at_limit(search *s)
 }
 
 /* The answer from the settled bracket (or the error that says why none). */
+/* Peaks that disagree by more than the declared spread allows: a larger
+ * size reading less than a smaller one, or one size run twice, apart by
+ * more than the ratio (1 + e) / (1 - e) that two draws within e of the
+ * same peak can reach. The threshold guards a re-run against e only, so
+ * the answer may then exceed the budget when it runs again: the warning
+ * names the two readings and the spread they show (the first trial of a
+ * probe is left out: a cold start reads high for reasons the batch has no
+ * part in). On the host, PyTorch and NumPy on glibc malloc read up to 16%
+ * apart between identical runs (bench/data) and repeat to 0.1% with a
+ * fixed mmap threshold. */
+static int warn_wide_spread(search *s)
+{
+    const batchfit_result *r = s->result;
+    double e = s->spread, worst = (1.0 + e) / (1.0 - e);
+    const batchfit_trial *high = NULL, *low = NULL;
+    for (size_t i = 1; i < r->trial_count; i++) {
+        const batchfit_trial *a = &r->trials[i];
+        if (a->outcome != BATCHFIT_FITS || !a->peak_known || a->peak_bytes == 0)
+            continue;
+        for (size_t j = 1; j < r->trial_count; j++) {
+            const batchfit_trial *b = &r->trials[j];
+            if (j == i || b->outcome != BATCHFIT_FITS || !b->peak_known || b->batch < a->batch ||
+                b->peak_bytes == 0)
+                continue;
+            double ratio = (double)a->peak_bytes / (double)b->peak_bytes;
+            if (ratio > worst) {
+                worst = ratio;
+                high = a;
+                low = b;
+            }
+        }
+    }
+    if (!high || !(e > 0.0) || e >= 1.0)
+        return BATCHFIT_OK;
+    char hb[32], lb[32];
+    batchfit_format_bytes((double)high->peak_bytes, hb, sizeof hb);
+    batchfit_format_bytes((double)low->peak_bytes, lb, sizeof lb);
+    double shown = (worst - 1.0) / (worst + 1.0);
+    int host = r->device_spec && strcmp(r->device_spec, "host") == 0;
+    return batchfit__result_warn(
+        s->ctx, s->result,
+        "peaks varied more than the declared spread of %.1f%%: batch %llu read %s, batch %llu "
+        "%s%s, a spread of %.1f%%; a re-run of batch %llu may exceed the budget. Declare the "
+        "spread the program shows (peak_spread, --peak-spread %.0f%%)%s",
+        100.0 * e, (unsigned long long)high->batch, hb, (unsigned long long)low->batch,
+        low->batch == high->batch ? "read again " : "read ", lb, 100.0 * shown,
+        (unsigned long long)r->batch_size, ceil(100.0 * shown),
+        host ? ", or, for a program on glibc malloc (PyTorch, NumPy on the CPU), run the probe "
+               "and the training with MALLOC_MMAP_THRESHOLD_=131072, which makes its peaks "
+               "repeat"
+             : "");
+}
+
 static int search_finish(search *s, int rc)
 {
     batchfit_ctx *ctx = s->ctx;
@@ -1830,7 +1883,7 @@ static int search_finish(search *s, int rc)
                           (unsigned long long)opts->first_guess,
                           100.0 * (double)opts->first_guess / (double)result->batch_size,
                           (unsigned long long)result->batch_size);
-        return BATCHFIT_OK;
+        return warn_wide_spread(s);
     }
     if (s->hi == 0) {
         char budget[32] = "unknown";

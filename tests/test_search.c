@@ -1474,6 +1474,26 @@ TEST(search_model_tries_a_quiet_band_many_sizes_wide)
     batchfit_ctx_free(ctx);
 }
 
+/* A search of the curve over 1..65536 under its capacity and a declared
+ * spread, on a context of its own: the result (NULL where the search did
+ * not return `expect`, the test failed). */
+static batchfit_result *search_curve(curve_oracle *c, double spread, int expect)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    int rc = search_under(ctx, &o, 0, c, c->capacity, spread, &r);
+    batchfit_ctx_free(ctx);
+    if (rc != expect) {
+        test_fail(__FILE__, __LINE__, "search returned %d, not %d", rc, expect);
+        batchfit_result_free(r);
+        return NULL;
+    }
+    return r;
+}
+
 /* A minimum whose first reading is too close to the budget is run once
  * more before the search gives up: a reviewer's PyTorch job (310.8 MiB and
  * 40 KiB a sample, 352.45 MiB usable on the host) read 323.45 MiB once at
@@ -1484,12 +1504,9 @@ TEST(search_a_minimum_too_close_once_runs_again)
 {
     curve_oracle c = killed_program(310.8, 0.04, 0, 352.45, 0.0);
     c.cold_start = 12.65 * 1048576.0;
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.requested_max = 65536;
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_result *r = NULL;
-    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    batchfit_result *r = search_curve(&c, 0.05, BATCHFIT_OK);
+    if (!r)
+        return;
     CHECK(r->trial_count >= 2);
     CHECK_EQ(r->trials[0].batch, 1);
     CHECK(!r->trials[0].accepted && r->trials[0].outcome == BATCHFIT_FITS);
@@ -1504,10 +1521,9 @@ TEST(search_a_minimum_too_close_once_runs_again)
     /* Too close on both readings: the minimum does not fit, after two. */
     c = killed_program(319.5, 0.04, 0, 352.45, 0.0);
     c.cold_start = 3.0 * 1048576.0;
-    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
-    CHECK_EQ(r->trial_count, 2);
+    r = search_curve(&c, 0.05, BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK(r && r->trial_count == 2);
     batchfit_result_free(r);
-    batchfit_ctx_free(ctx);
 }
 
 /* A program whose per-sample memory sits in pools that double until they
@@ -1536,6 +1552,38 @@ TEST(search_model_bisects_a_bracket_between_flat_runs)
         batchfit_result *r = both_find(&c, 0.05, cases[k].truth);
         CHECK(r != NULL);
         CHECK(r && r->trial_count <= cases[k].trials);
+        batchfit_result_free(r);
+    }
+}
+
+/* Peaks that disagree by more than the declared spread allows (a larger
+ * size reading less than a smaller one by more than two draws of 5% can)
+ * are named in a warning with the spread they show; peaks within it, and a
+ * cold first trial, are not. */
+TEST(search_warns_of_peaks_wider_than_the_declared_spread)
+{
+    for (int wide = 0; wide < 2; wide++) {
+        curve_oracle c = killed_program(200.0, 0.5, 0, 400.0, wide ? 0.2 : 0.02);
+        c.cold_start = 100.0 * 1048576.0;
+        batchfit_result *r = search_curve(&c, 0.05, BATCHFIT_OK);
+        if (!r)
+            return;
+        /* Where the peaks show it: a pair over the ratio 1.05 / 0.95. */
+        int shown = 0;
+        for (size_t i = 1; i < r->trial_count; i++)
+            for (size_t j = 1; j < r->trial_count; j++)
+                shown |= r->trials[i].outcome == BATCHFIT_FITS &&
+                         r->trials[j].outcome == BATCHFIT_FITS &&
+                         r->trials[j].batch >= r->trials[i].batch && i != j &&
+                         (double)r->trials[i].peak_bytes >
+                             (1.05 / 0.95) * (double)r->trials[j].peak_bytes;
+        CHECK_EQ(shown, wide);
+        size_t warned = 0;
+        for (size_t i = 0; i < r->warning_count; i++)
+            warned += strstr(r->warnings[i], "peaks varied more than the declared spread of "
+                                             "5.0%") != NULL &&
+                      strstr(r->warnings[i], "--peak-spread") != NULL;
+        CHECK_EQ(warned, (size_t)wide);
         batchfit_result_free(r);
     }
 }
