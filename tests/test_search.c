@@ -1588,6 +1588,23 @@ TEST(search_warns_of_peaks_wider_than_the_declared_spread)
     }
 }
 
+/* A reviewer's C program: 150.5 MiB flat up to batch 150, then 0.8 MiB a
+ * sample, under 190 MiB (threshold 171.9 MiB: 176 fits). Past the bend the
+ * fit's slope through the flat points (0.12 MiB a sample), taken back from
+ * a reading over the threshold at 192, put 170 at 181 MiB, and the quiet
+ * points' certificate stopped the search at 161-169 in 7 trials. */
+TEST(search_model_past_a_bend_takes_the_chord_above_lo)
+{
+    curve_oracle c = flat_then_linear(150.5, 0.8, 150, 190, 0.0005);
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    CHECK(r != NULL);
+    CHECK_EQ(bisect, 176);
+    CHECK(r && r->batch_size + 1 >= bisect && r->batch_size <= bisect);
+    CHECK(r && r->trial_count <= 13);
+    batchfit_result_free(r);
+}
+
 /* The same in rounds: the minimum's too-close first reading runs again,
  * alone, and the second decides; two such readings end the probe. */
 TEST(search_parallel_a_minimum_too_close_once_runs_again)
