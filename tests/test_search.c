@@ -1605,6 +1605,24 @@ TEST(search_model_past_a_bend_takes_the_chord_above_lo)
     batchfit_result_free(r);
 }
 
+/* A reviewer's NumPy step (68.46 MiB, then 0.1 MiB a sample, under 142.5
+ * MiB: threshold 128.93 MiB) whose first trial read 6.1 MiB high (8.9%,
+ * under the declared band of two 5% draws): kept as a fall, it stood as the
+ * program's scatter against three quiet points, and the search stopped at
+ * 523 where 599 fits. */
+TEST(search_model_a_cold_first_trial_against_quiet_points)
+{
+    curve_oracle c = killed_program(68.46, 0.1007, 0, 142.5, 0.0005);
+    c.cold_start = 6.1 * 1048576.0;
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    CHECK(r != NULL);
+    CHECK(bisect >= 595 && bisect <= 600);
+    CHECK(r && r->batch_size + 1 >= bisect && r->batch_size <= bisect + 1);
+    CHECK(r && r->trial_count <= 7);
+    batchfit_result_free(r);
+}
+
 /* The same in rounds: the minimum's too-close first reading runs again,
  * alone, and the second decides; two such readings end the probe. */
 TEST(search_parallel_a_minimum_too_close_once_runs_again)
