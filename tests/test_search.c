@@ -1588,6 +1588,19 @@ TEST(search_warns_of_peaks_wider_than_the_declared_spread)
     }
 }
 
+/* Under the host's 5%: bisection finds a size in [lo, hi], and the model
+ * strategy the same size or one step from it, in at most max_trials. */
+static void check_near_bisect(curve_oracle *c, uint64_t lo, uint64_t hi, size_t max_trials)
+{
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(c, 0.05, &bisect);
+    CHECK(r != NULL);
+    CHECK(bisect >= lo && bisect <= hi);
+    CHECK(r && r->batch_size + 1 >= bisect && r->batch_size <= bisect + 1);
+    CHECK(r && r->trial_count <= max_trials);
+    batchfit_result_free(r);
+}
+
 /* A reviewer's C program: 150.5 MiB flat up to batch 150, then 0.8 MiB a
  * sample, under 190 MiB (threshold 171.9 MiB: 176 fits). Past the bend the
  * fit's slope through the flat points (0.12 MiB a sample), taken back from
@@ -1596,13 +1609,7 @@ TEST(search_warns_of_peaks_wider_than_the_declared_spread)
 TEST(search_model_past_a_bend_takes_the_chord_above_lo)
 {
     curve_oracle c = flat_then_linear(150.5, 0.8, 150, 190, 0.0005);
-    uint64_t bisect = 0;
-    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
-    CHECK(r != NULL);
-    CHECK_EQ(bisect, 176);
-    CHECK(r && r->batch_size + 1 >= bisect && r->batch_size <= bisect);
-    CHECK(r && r->trial_count <= 13);
-    batchfit_result_free(r);
+    check_near_bisect(&c, 176, 176, 13);
 }
 
 /* A reviewer's NumPy step (68.46 MiB, then 0.1 MiB a sample, under 142.5
@@ -1614,13 +1621,7 @@ TEST(search_model_a_cold_first_trial_against_quiet_points)
 {
     curve_oracle c = killed_program(68.46, 0.1007, 0, 142.5, 0.0005);
     c.cold_start = 6.1 * 1048576.0;
-    uint64_t bisect = 0;
-    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
-    CHECK(r != NULL);
-    CHECK(bisect >= 595 && bisect <= 600);
-    CHECK(r && r->batch_size + 1 >= bisect && r->batch_size <= bisect + 1);
-    CHECK(r && r->trial_count <= 7);
-    batchfit_result_free(r);
+    check_near_bisect(&c, 595, 600, 7);
 }
 
 /* The same in rounds: the minimum's too-close first reading runs again,
