@@ -196,15 +196,24 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
                                  s->opts->progress_userdata) != 0;
     if (t.outcome == BATCHFIT_ERROR) {
         /* The error says what had fit: the user's bug may lie only above it. */
-        char known[80] = "";
+        char known[80] = "", below[200] = "";
         if (s->lo >= 0)
             snprintf(known, sizeof known, " (batch size %llu fit before it)",
                      (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo));
+        /* Sizes between what fit and the failure were never run: if the
+         * error belongs to large batches only, the user can search there. */
+        if (i > s->lo + 1 && i > 0)
+            snprintf(below, sizeof below,
+                     "; sizes %llu to %llu were not run: if the error comes only with large "
+                     "batches, bound the search below it (max_batch_size, --max %llu)",
+                     (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(s->lo + 1)),
+                     (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(i - 1)),
+                     (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(i - 1)));
         return batchfit__fail(s->ctx, BATCHFIT_E_TRIAL_ERROR,
                               "the trial at batch size %llu failed with an error that is not "
-                              "out-of-memory%s: %s",
+                              "out-of-memory%s: %s%s",
                               (unsigned long long)t.batch, known,
-                              t.message[0] ? t.message : "(no message)");
+                              t.message[0] ? t.message : "(no message)", below);
     }
     *tp = t;
     if (!move) {

@@ -818,6 +818,16 @@ TEST(search_error_above_a_fit_says_what_fit)
     snprintf(expect, sizeof expect, "out-of-memory (batch size %llu fit before it): IndexError",
              (unsigned long long)fit);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), expect);
+    /* And, where sizes between were never run, which and how to reach them. */
+    uint64_t failed = r->trials[r->trial_count - 1].batch;
+    if (failed > fit + 1) {
+        snprintf(expect, sizeof expect, "; sizes %llu to %llu were not run",
+                 (unsigned long long)fit + 1, (unsigned long long)failed - 1);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), expect);
+        snprintf(expect, sizeof expect, "--max %llu)", (unsigned long long)failed - 1);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), expect);
+    }
+    CHECK(failed > fit + 1);
     /* What the failed trial used is its peak in the JSON, not a need. */
     const batchfit_trial *last = &r->trials[r->trial_count - 1];
     CHECK(last->peak_known);
