@@ -691,6 +691,10 @@ struct batchfit_result {
     /* Trials across ranks: 1 once this rank took part in the job's
      * exchanges (see batchfit_options.ranks). */
     int ranks_joined;
+    /* Why the search settled on batch_size, in words ("187, the next size,
+     * was run: over the acceptance threshold"; "the line through the
+     * measured peaks puts 188 over ..."); NULL when no search settled. */
+    const char *stop_reason;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */

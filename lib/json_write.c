@@ -381,6 +381,7 @@ int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
     u64(&w, "oom_trials", r->oom_trials);
     u64(&w, "rounds", r->rounds);
     u64_or_null(&w, "smallest_failure", r->smallest_failure != 0, r->smallest_failure);
+    string(&w, "stop_reason", r->stop_reason);
     u64_or_null(&w, "estimate", r->first_guess != 0, r->first_guess);
     boolean(&w, "complete", r->complete);
     if (!r->complete)

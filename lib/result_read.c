@@ -280,6 +280,7 @@ static void read_outcome(reader *r, const jt_value *root)
     res->interrupt_signal = (int)signal_number;
     get_u64(r, o, "exit_code", &exit_code, &exit_known);
     keep(r, o, "error", &res->error);
+    keep(r, o, "stop_reason", &res->stop_reason);
     /* The exit code says which kind of failure it was. */
     static const int codes[] = {[2] = BATCHFIT_E_INVALID_ARGUMENT, [3] = BATCHFIT_E_MIN_DOES_NOT_FIT,
                                 [4] = BATCHFIT_E_TRIAL_ERROR, [5] = BATCHFIT_E_NO_DEVICE};

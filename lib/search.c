@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +76,7 @@ typedef struct search {
     unsigned wasted;    /* rejections inside the bracket that did not halve it */
     unsigned creeps;    /* consecutive fits before any rejection that did not double lo */
     int remembered;     /* the model's last look followed the remembered curve */
+    char why[200];      /* why the model settled: the result's stop_reason */
     int quiet;          /* the model's last look at the points found them quiet (the prior
                            refuted): its stops rest on their measured scatter */
     int64_t step;       /* how far (in lattice indices) the last of them moved lo */
@@ -558,6 +560,29 @@ static int certified_by_failure(const search *s, double top_x, double top_y, dou
     return top_y + 0.95 * flatter * (next_x - top_x) - granule > s->safe_budget;
 }
 
+#define CERTIFIED                                                                                  \
+    "the line through the measured peaks puts %llu over the acceptance threshold by more than "   \
+    "their scatter and a granule"
+#define BY_FAILURE                                                                                 \
+    "the failure's reading and the slope below it put %llu over the acceptance threshold"
+
+/* The size after lo, for the reasons below. */
+static unsigned long long next_size(const search *s)
+{
+    return (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(s->lo + 1));
+}
+
+/* The model settles on lo: records why (the result's stop_reason) and
+ * returns 1. */
+static int settled(search *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->why, sizeof s->why, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
 /* The remembered size fitted. Where the new peak agrees with the
  * remembered curve (within 1%, or within the declared band of two draws
  * and the curve's own residual), the program is the one remembered and
@@ -583,7 +608,9 @@ static int verify_cached(search *s, int64_t *next)
     double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
     double pessimistic = y + fit->bytes_per_sample * (next_x - x) - miss - fit->max_residual_bytes;
     if (pessimistic > s->safe_budget)
-        return 1;
+        return settled(s, "the remembered curve, through this probe's reading, puts %llu over the "
+                          "acceptance threshold",
+                       next_size(s));
     /* Under a declared spread the one reading is a draw: aim the half band
      * a draw strays below the threshold. */
     double aim = s->safe_budget - s->spread * y - fit->max_residual_bytes;
@@ -677,7 +704,7 @@ static int64_t propose_without_points(const search *s)
  * allows: all it holds above the baseline (all of it, without a baseline)
  * is taken as growing with the batch, plus the noise it may hide. On a
  * line with an intercept at least the baseline that size still fits. */
-static int propose_slope_unknown(const search *s, const double *x, const double *y, unsigned n,
+static int propose_slope_unknown(search *s, const double *x, const double *y, unsigned n,
                                  double noise, double granule, int prior_bounds, int64_t *next)
 {
     if (s->hi < (int64_t)s->lattice.count) {
@@ -692,7 +719,9 @@ static int propose_slope_unknown(const search *s, const double *x, const double 
             intercept += (y[i] - remembered * x[i]) / n;
         int64_t c = index_floor_of(s, (s->aim - intercept) / remembered);
         if (c <= s->lo && s->lo >= 0)
-            return 1;
+            return settled(s, "the remembered slope, through this probe's readings, crosses the "
+                              "acceptance threshold before %llu",
+                           next_size(s));
         *next = clamp_inside(s, c);
         return 0;
     }
@@ -806,7 +835,10 @@ static int propose_remembered(search *s, const double *x, const double *y, unsig
     s->remembered = 1;
     double lo_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
     if (at < lo_x + error / r || c <= s->lo)
-        return 1;
+        return settled(s, "the remembered curve, placed by this probe's readings, crosses the "
+                          "acceptance threshold within its error of %llu: %llu passes or fails by "
+                          "the draw",
+                       (unsigned long long)lo_x, next_size(s));
     *next = c;
     return 0;
 }
@@ -1140,7 +1172,9 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
         (T - yl) / secant < 0.125 * (xh - xl))
         plateau = 1;
     if (shown > 0.0 && flat * (xm - xl) < shown)
-        return 1;
+        return settled(s, "what is left of the bracket, %llu to %llu, rises by less than the "
+                          "scatter the readings show: those sizes pass or fail by the draw",
+                       next_size(s), (unsigned long long)xm);
     if (plateau) {
         /* The rejected size above hi read what hi read, to within the
          * scatter: hi stands on a flat run (a pool or an allocator's block
@@ -1164,7 +1198,9 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
      * declared band until the data refute it) and a granule. */
     double xn = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
     if (s->spread > 0.0 && yl + flat * (xn - xl) - granule - band > T)
-        return 1;
+        return settled(s, "the local slope puts %llu over the acceptance threshold by more than "
+                          "the noise %llu's reading may hide",
+                       next_size(s), (unsigned long long)xl);
     double up = xl + (T - yl) / flat;
     double down = xh - (yh - T) / flat;
     /* The nearer end says more (fewer jumps can lie between); an estimate
@@ -1495,7 +1531,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
         if (certifiable && predicted - tolerance > s->safe_budget)
-            return 1;
+            return settled(s, CERTIFIED, next_size(s));
         /* The line puts the next size within the measured scatter below
          * the aim (the threshold less that scatter once more, or above it):
          * it passes or fails by the draw, and
@@ -1514,7 +1550,10 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
                 predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x)) {
                 int64_t i = inside_wide_band(s, v, predicted);
                 if (i < 0)
-                    return 1;
+                    return settled(s, "the line through the measured peaks puts %llu within "
+                                      "their scatter of the acceptance threshold: it passes or "
+                                      "fails by the draw",
+                                   next_size(s));
                 *next = i;
                 return 0;
             }
@@ -1526,9 +1565,9 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
         if (certifiable && slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
             line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet) - tolerance >
                 s->safe_budget)
-            return 1;
+            return settled(s, CERTIFIED, next_size(s));
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
-            return 1;
+            return settled(s, BY_FAILURE, next_size(s));
         double shown = shown_scatter(y, low, n);
         if (s->spread > 0.0 && !quiet && scatter > shown)
             shown = scatter;
@@ -1629,7 +1668,9 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
      * threshold by that band and a granule beyond the line. */
     if (s->spread > 0.0 && !scatter_known && use == 2 && s->lo >= 0 && lo_x == top_x &&
         top_y + slope * (next_x - top_x) - declared - granule > s->safe_budget)
-        return 1;
+        return settled(s, "the line through the two measured peaks puts %llu over the acceptance "
+                          "threshold by more than two draws of the declared spread",
+                       next_size(s));
     int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
     if (s->spread > 0.0 && c <= s->lo) {
         /* The careful slope says no further, the central one says there is
@@ -1656,10 +1697,10 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
     if (certifiable && s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo))) {
         double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
         if (predicted - tolerance > s->safe_budget)
-            return 1;
+            return settled(s, CERTIFIED, next_size(s));
     }
     if (s->lo >= 0 && lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
-        return 1;
+        return settled(s, BY_FAILURE, next_size(s));
     /* Otherwise try the optimistic end, which bisects the band of uncertainty. */
     *next = clamp_inside(s, index_floor_of(s, crossing(s, top_x, top_y - tolerance, slope)));
     if (*next > s->lo + 1 && *next < s->hi)
@@ -1744,12 +1785,12 @@ static int propose(search *s, int64_t *next)
         return 0;
     case BATCHFIT_STRATEGY_POWER:
         if (s->hi < count)
-            return 1; /* doubled until the first failure */
+            return settled(s, "the power strategy doubles until the first failure");
         *next = propose_gallop(s);
         return 0;
     case BATCHFIT_STRATEGY_HALVING:
         if (s->lo >= 0)
-            return 1; /* shrank until the first fit */
+            return settled(s, "the halving strategy halves until the first fit");
         if (s->hi == count) {
             *next = count - 1;
             return 0;
@@ -1775,6 +1816,7 @@ static int propose(search *s, int64_t *next)
         int64_t unused;
         if (propose_model(s, &unused) == 1 && (s->quiet || s->remembered))
             return 1;
+        s->why[0] = '\0';
         *next = clamp_inside(s, s->lo + 2 * (s->step > 0 ? s->step : 1));
         return 0;
     }
@@ -1859,6 +1901,35 @@ static int stop_at_limit(search *s)
 }
 
 /* The answer from the settled bracket (or the error that says why none). */
+/* Why the search settled on lo, into the result (and the log): the
+ * model's reason, else the bracket that closed, the bound, or the limit. */
+static int stop_reason(search *s)
+{
+    const batchfit_result *r = s->result;
+    if (!s->why[0]) {
+        unsigned long long lo = (unsigned long long)r->batch_size;
+        if (s->hi == s->lo + 1 && s->hi < (int64_t)s->lattice.count) {
+            const batchfit_trial *t = NULL;
+            uint64_t hi = batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+            for (size_t i = r->trial_count; i-- > 0 && !t;)
+                if (r->trials[i].batch == hi)
+                    t = &r->trials[i];
+            snprintf(s->why, sizeof s->why, "%llu, the next size, was run: %s",
+                     (unsigned long long)hi,
+                     !t || t->outcome == BATCHFIT_OOM ? "out of memory"
+                     : t->over_budget                ? "over the budget"
+                                                     : "over the acceptance threshold");
+        } else if (s->hi == s->lo + 1) {
+            snprintf(s->why, sizeof s->why, "%llu is the upper bound", lo);
+        } else {
+            snprintf(s->why, sizeof s->why, "the limit of %u trials", s->opts->max_trials);
+        }
+    }
+    batchfit__log(s->ctx, BATCHFIT_LOG_INFO, "settled on %llu: %s",
+                  (unsigned long long)r->batch_size, s->why);
+    return batchfit__result_keep(s->result, &s->result->stop_reason, s->why);
+}
+
 /* Peaks that disagree by more than the declared spread allows: a larger
  * size reading less than a smaller one, or one size run twice, apart by
  * more than the ratio (1 + e) / (1 - e) that two draws within e of the
@@ -1925,6 +1996,9 @@ static int search_finish(search *s, int rc)
     if (s->lo >= 0) {
         result->batch_size = batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
         result->source = BATCHFIT_SOURCE_MEASURED;
+        int why = stop_reason(s);
+        if (why)
+            return why;
         if (opts->first_guess)
             batchfit__log(ctx, BATCHFIT_LOG_INFO,
                           "the first guess of %llu was %.0f%% of the measured %llu",

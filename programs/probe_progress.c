@@ -155,6 +155,8 @@ void probe_print_summary(const session *s)
     if (r->rounds && r->rounds < r->trial_count)
         fprintf(stderr, ", in %zu rounds of trials at once", r->rounds);
     fprintf(stderr, "\n");
+    if (r->stop_reason)
+        fprintf(stderr, "  stopped: %s\n", r->stop_reason);
     fprintf(stderr, "  budget %s of %s usable (margin %s held back)%s%s\n", budget, usable, margin,
             r->gpu_count ? " on the tightest GPU, " : "",
             r->gpu_count ? r->gpus[r->budget_gpu].spec : "");

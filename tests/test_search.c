@@ -1634,6 +1634,45 @@ TEST(search_model_a_cold_first_trial_against_quiet_points)
     check_near_bisect(&c, 595, 600, 7);
 }
 
+/* Every settled search says why it stopped there, and the JSON keeps it:
+ * bisection because the bracket closed on the next size; the model on a
+ * line because its next size is certified over the threshold or a coin
+ * toss, or because it ran that size. */
+TEST(search_says_why_it_settled)
+{
+    curve_oracle c = killed_program(100.0, 0.5, 0, 300.0, 0.0);
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    CHECK(r->stop_reason != NULL);
+    char next[32];
+    snprintf(next, sizeof next, "%llu", (unsigned long long)r->batch_size + 1);
+    CHECK(r->stop_reason && strstr(r->stop_reason, next) != NULL);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    const char *json = NULL;
+    CHECK_EQ(batchfit_result_json(ctx, r, &json), BATCHFIT_OK);
+    batchfit_result *back = NULL;
+    CHECK_EQ(batchfit_result_from_json(ctx, json, strlen(json), &back), BATCHFIT_OK);
+    CHECK(back && back->stop_reason && r->stop_reason &&
+          strcmp(back->stop_reason, r->stop_reason) == 0);
+    batchfit_result_free(back);
+    batchfit_result_free(r);
+    /* Bisection closes its bracket: the next size ran and failed. */
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.strategy = BATCHFIT_STRATEGY_BISECT;
+    r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    char expect[64];
+    snprintf(expect, sizeof expect, "%llu, the next size, was run: ",
+             (unsigned long long)r->batch_size + 1);
+    CHECK(r->stop_reason && strstr(r->stop_reason, expect) == r->stop_reason);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
 /* The same in rounds: the minimum's too-close first reading runs again,
  * alone, and the second decides; two such readings end the probe. */
 TEST(search_parallel_a_minimum_too_close_once_runs_again)

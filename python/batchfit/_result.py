@@ -50,6 +50,7 @@ class Result:
         self.error: Optional[str] = res.get("error")
         self.interrupted: bool = bool(res.get("interrupted"))
         self.smallest_failure: Optional[int] = res.get("smallest_failure")
+        self.stop_reason: Optional[str] = res.get("stop_reason")
         self.trials: List[Trial] = [
             Trial(batch=t["batch"], outcome=t["outcome"], accepted=bool(t.get("accepted")),
                   over_budget=bool(t.get("over_budget")), peak_bytes=t.get("peak_bytes"),
