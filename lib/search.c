@@ -574,6 +574,7 @@ static unsigned long long next_size(const search *s)
 
 /* The model settles on lo: records why (the result's stop_reason) and
  * returns 1. */
+static int settled(search *s, const char *fmt, ...) BATCHFIT_PRINTF(2, 3);
 static int settled(search *s, const char *fmt, ...)
 {
     va_list ap;
