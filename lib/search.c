@@ -1039,17 +1039,23 @@ static double line_at_next(const double *x, const double *y, unsigned n, double 
         if (local < at)
             at = local;
     }
-    /* Quiet points past a bend (the chord into lo rises more than twice as
-     * fast as the fit: memory flat below, growing above): the chord from
-     * lo to the point just above it, where the top three straddle the bend
-     * and are not quiet on their own. On a convex curve it lies above the
-     * curve (flat 150.5 MiB up to 150, then 0.8 MiB a sample: the fit's
-     * 0.12 MiB a sample taken back from 192 put 170 at 181 MiB, over the
-     * threshold of 171.9 by nine sizes' worth, and the search stopped at
-     * 169 where 176 fits). Not otherwise: across a workspace jump above lo
-     * the chord spreads the jump over the sizes before it. */
-    if (quiet_below > 0.0 && lo_x < top_x && il >= 1 && il + 1 < n &&
-        (y[il] - y[il - 1]) / (x[il] - x[il - 1]) > 2.0 * slope) {
+    /* Quiet points past a bend (the chord into lo rises past the quiet cut
+     * and more than twice as fast as the points below it: memory flat
+     * below, growing above): the chord from lo to the point just above it,
+     * where the top three straddle the bend and are not quiet on their
+     * own. On a convex curve it lies above the curve (flat 150.5 MiB up to
+     * 150, then 0.8 MiB a sample: the fit's 0.12 MiB a sample taken back
+     * from 192 put 170 at 181 MiB, over the threshold of 171.9 by nine
+     * sizes' worth, and the search stopped at 169, or at 161 after 108,
+     * where 176 fits). Not otherwise: across a workspace jump above lo the
+     * chord spreads the jump over the sizes before it. */
+    batchfit_fit under = {0};
+    if (il >= 2)
+        batchfit__fit_line(x, y, il, &under);
+    double under_slope = under.valid && under.bytes_per_sample > 0.0 ? under.bytes_per_sample : 0.0;
+    if (quiet_below > 0.0 && lo_x < top_x && il >= 2 && il + 1 < n &&
+        y[il] - y[il - 1] > quiet_below &&
+        (y[il] - y[il - 1]) / (x[il] - x[il - 1]) > 2.0 * under_slope) {
         double chord = (y[il + 1] - y[il]) / (x[il + 1] - x[il]);
         double local = y[il] + chord * (next_x - lo_x);
         if (chord > slope && local < at)
@@ -1092,8 +1098,11 @@ static unsigned collect_failures(const search *s, double *x, double *y)
  * is taken along it from the end whose reading is nearer the threshold
  * (fewer jumps can lie between): on a line that finds the crossing in two
  * trials, the size there and its neighbour. Returns 1 when what is left of
- * the bracket rises by less than the shown scatter (those sizes pass or
- * fail by the draw; running them would only pick one draw), or, under a
+ * the bracket rises by less than the shown scatter along the secant across
+ * it (those sizes pass or fail by the draw; running them would only pick
+ * one draw; along the flattest local slope, a flat run's wander below lo
+ * stopped a search at 130 where 176 fits, 192 having read 33.5 MiB more),
+ * or, under a
  * declared spread, when the local slope puts lo + 1 over the threshold by
  * more than the noise lo's reading may hide. */
 static int propose_bracket(search *s, const double *x, const double *y, unsigned n,
@@ -1172,7 +1181,7 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     if (il > 0 && yl - y[il - 1] <= resolvable && secant * (xl - x[il - 1]) > evident &&
         (T - yl) / secant < 0.125 * (xh - xl))
         plateau = 1;
-    if (shown > 0.0 && flat * (xm - xl) < shown)
+    if (shown > 0.0 && secant * (xm - xl) < shown)
         return settled(s, "what is left of the bracket, %llu to %llu, rises by less than the "
                           "scatter the readings show: those sizes pass or fail by the draw",
                        next_size(s), (unsigned long long)xm);

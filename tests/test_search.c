@@ -1673,6 +1673,29 @@ TEST(search_says_why_it_settled)
     batchfit_ctx_free(ctx);
 }
 
+/* The same reviewer's program as it ran (RSS wandering 0.2 MiB over the
+ * flat run): 130 read 0.14 MiB over 24, a rise past that scatter, and the
+ * slope of it, carried over what was left of the bracket (131 to 191),
+ * stayed under the scatter: the search stopped at 130 ("those sizes pass
+ * or fail by the draw") where 176 fits, 192 having read 33.5 MiB more. The
+ * rise that counts is the bracket's own. */
+TEST(search_model_a_bracket_that_rises_is_not_a_coin_toss)
+{
+    static const double rows[][3] = {{1, 0, 150.49},   {2, 0, 150.66},  {3, 0, 150.53},
+                                     {24, 0, 150.57},  {192, 0, 184.21}, {130, 0, 150.71}};
+    curve_oracle c = flat_then_linear(150.5, 0.8, 150, 190, 0.0);
+    scripted_oracle so = {rows, 6, 0, c};
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = scripted_search(ctx, NULL, &so, 190.0);
+    CHECK(r != NULL);
+    CHECK_EQ(so.used, 0x3Fu);
+    /* floor((190 * 0.95 / 1.05 - 150.5) / 0.8) + 150 = 176 */
+    CHECK(r && r->batch_size >= 175 && r->batch_size <= 176);
+    CHECK(r && r->trial_count <= 10);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
 /* The same in rounds: the minimum's too-close first reading runs again,
  * alone, and the second decides; two such readings end the probe. */
 TEST(search_parallel_a_minimum_too_close_once_runs_again)
