@@ -1926,9 +1926,10 @@ static int stop_reason(search *s)
                     t = &r->trials[i];
             snprintf(s->why, sizeof s->why, "%llu, the next size, was run: %s",
                      (unsigned long long)hi,
-                     !t || t->outcome == BATCHFIT_OOM ? "out of memory"
-                     : t->over_budget                ? "over the budget"
-                                                     : "over the acceptance threshold");
+                     !t                           ? "it did not fit"
+                     : t->over_budget             ? "over the budget, having finished"
+                     : t->outcome == BATCHFIT_OOM ? "out of memory"
+                                                  : "over the acceptance threshold");
         } else if (s->hi == s->lo + 1) {
             snprintf(s->why, sizeof s->why, "%llu is the upper bound", lo);
         } else {
