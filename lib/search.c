@@ -207,9 +207,9 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
         if (i > s->lo + 1 && i > 0)
             snprintf(below, sizeof below,
                      "; sizes %llu to %llu were not run: if the error comes only with large "
-                     "batches, bound the search below it (max_batch_size, --max %llu)",
+                     "batches, find the size where it starts (run the command at sizes between) "
+                     "and set max_batch_size (--max) below it",
                      (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(s->lo + 1)),
-                     (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(i - 1)),
                      (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(i - 1)));
         return batchfit__fail(s->ctx, BATCHFIT_E_TRIAL_ERROR,
                               "the trial at batch size %llu failed with an error that is not "
@@ -561,10 +561,11 @@ static int certified_by_failure(const search *s, double top_x, double top_y, dou
 }
 
 #define CERTIFIED                                                                                  \
-    "the line through the measured peaks puts %llu over the acceptance threshold by more than "   \
-    "their scatter and a granule"
+    "the line through the measured peaks predicts %llu (not run) over the acceptance threshold "  \
+    "by more than their scatter and a granule"
 #define BY_FAILURE                                                                                 \
-    "the failure's reading and the slope below it put %llu over the acceptance threshold"
+    "the failure's reading and the slope below it predict %llu (not run) over the acceptance "    \
+    "threshold"
 
 /* The size after lo, for the reasons below. */
 static unsigned long long next_size(const search *s)
@@ -609,8 +610,8 @@ static int verify_cached(search *s, int64_t *next)
     double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
     double pessimistic = y + fit->bytes_per_sample * (next_x - x) - miss - fit->max_residual_bytes;
     if (pessimistic > s->safe_budget)
-        return settled(s, "the remembered curve, through this probe's reading, puts %llu over the "
-                          "acceptance threshold",
+        return settled(s, "the remembered curve, through this probe's reading, predicts %llu (not "
+                          "run) over the acceptance threshold",
                        next_size(s));
     /* Under a declared spread the one reading is a draw: aim the half band
      * a draw strays below the threshold. */
@@ -1208,8 +1209,8 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
      * declared band until the data refute it) and a granule. */
     double xn = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
     if (s->spread > 0.0 && yl + flat * (xn - xl) - granule - band > T)
-        return settled(s, "the local slope puts %llu over the acceptance threshold by more than "
-                          "the noise %llu's reading may hide",
+        return settled(s, "the local slope predicts %llu (not run) over the acceptance threshold "
+                          "by more than the noise %llu's reading may hide",
                        next_size(s), (unsigned long long)xl);
     double up = xl + (T - yl) / flat;
     double down = xh - (yh - T) / flat;
@@ -1560,9 +1561,9 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
                 predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x)) {
                 int64_t i = inside_wide_band(s, v, predicted);
                 if (i < 0)
-                    return settled(s, "the line through the measured peaks puts %llu within "
-                                      "their scatter of the acceptance threshold: it passes or "
-                                      "fails by the draw",
+                    return settled(s, "the line through the measured peaks predicts %llu "
+                                      "(not run) within their scatter of the acceptance "
+                                      "threshold, where a re-run could go either way",
                                    next_size(s));
                 *next = i;
                 return 0;
@@ -1678,8 +1679,8 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
      * threshold by that band and a granule beyond the line. */
     if (s->spread > 0.0 && !scatter_known && use == 2 && s->lo >= 0 && lo_x == top_x &&
         top_y + slope * (next_x - top_x) - declared - granule > s->safe_budget)
-        return settled(s, "the line through the two measured peaks puts %llu over the acceptance "
-                          "threshold by more than two draws of the declared spread",
+        return settled(s, "the line through the two measured peaks predicts %llu (not run) over the "
+                          "acceptance threshold by more than two draws of the declared spread",
                        next_size(s));
     int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
     if (s->spread > 0.0 && c <= s->lo) {
