@@ -693,7 +693,8 @@ struct batchfit_result {
     int ranks_joined;
     /* Why the search settled on batch_size, in words ("187, the next size,
      * was run: over the acceptance threshold"; "the line through the
-     * measured peaks puts 188 over ..."); NULL when no search settled. */
+     * measured peaks predicts 188 (not run) over ..."); NULL when no search
+     * settled. */
     const char *stop_reason;
 };
 

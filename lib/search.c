@@ -240,11 +240,18 @@ static int call_oracle(search *s, int64_t i, batchfit_trial *t)
     return oracle_code(s, s->oracle(s->oracle_userdata, t->batch, t), t->batch);
 }
 
+/* Whether a trial at index i can be the minimum's first reading: nothing
+ * accepted yet (an earlier reading was either accepted or ended the search). */
+static int minimum_first(const search *s, int64_t i)
+{
+    return i == 0 && s->lo < 0;
+}
+
 /* Whether a judged trial at index i is the minimum's first reading, too
- * close to the budget: nothing accepted yet, finished, over the threshold. */
+ * close to the budget: finished, over the threshold. */
 static int too_close_minimum(const search *s, int64_t i, const batchfit_trial *judged)
 {
-    return i == 0 && s->lo < 0 && judged->outcome == BATCHFIT_FITS && !judged->accepted;
+    return minimum_first(s, i) && judged->outcome == BATCHFIT_FITS && !judged->accepted;
 }
 
 /* Runs one trial at lattice index i. Returns BATCHFIT_OK or a code that ends
@@ -265,7 +272,7 @@ static int run_trial(search *s, int64_t i)
     int rc = call_oracle(s, i, &t);
     if (rc)
         return rc;
-    if (s->result->trial_count + 1 < s->opts->max_trials) {
+    if (minimum_first(s, i) && s->result->trial_count + 1 < s->opts->max_trials) {
         batchfit_trial judged = t;
         judge(s, &judged);
         if (too_close_minimum(s, i, &judged)) {
@@ -1050,16 +1057,15 @@ static double line_at_next(const double *x, const double *y, unsigned n, double 
      * sizes' worth, and the search stopped at 169, or at 161 after 108,
      * where 176 fits). Not otherwise: across a workspace jump above lo the
      * chord spreads the jump over the sizes before it. */
-    batchfit_fit under = {0};
-    if (il >= 2)
-        batchfit__fit_line(x, y, il, &under);
-    double under_slope = under.valid && under.bytes_per_sample > 0.0 ? under.bytes_per_sample : 0.0;
     if (quiet_below > 0.0 && lo_x < top_x && il >= 2 && il + 1 < n &&
-        y[il] - y[il - 1] > quiet_below &&
-        (y[il] - y[il - 1]) / (x[il] - x[il - 1]) > 2.0 * under_slope) {
+        y[il] - y[il - 1] > quiet_below) {
+        batchfit_fit under;
+        batchfit__fit_line(x, y, il, &under);
+        double under_slope = under.valid && under.bytes_per_sample > 0.0 ? under.bytes_per_sample : 0.0;
         double chord = (y[il + 1] - y[il]) / (x[il + 1] - x[il]);
         double local = y[il] + chord * (next_x - lo_x);
-        if (chord > slope && local < at)
+        if ((y[il] - y[il - 1]) / (x[il] - x[il - 1]) > 2.0 * under_slope && chord > slope &&
+            local < at)
             at = local;
     }
     double carried = slope_from_lo(top3, lo_x, top_x, slope);
@@ -1911,7 +1917,6 @@ static int stop_at_limit(search *s)
                                  : s->result->upper_bound));
 }
 
-/* The answer from the settled bracket (or the error that says why none). */
 /* Why the search settled on lo, into the result (and the log): the
  * model's reason, else the bracket that closed, the bound, or the limit. */
 static int stop_reason(search *s)
@@ -1955,7 +1960,10 @@ static int stop_reason(search *s)
 static int warn_wide_spread(search *s)
 {
     const batchfit_result *r = s->result;
-    double e = s->spread, worst = (1.0 + e) / (1.0 - e);
+    double e = s->spread;
+    if (!(e > 0.0) || e >= 1.0)
+        return BATCHFIT_OK;
+    double worst = (1.0 + e) / (1.0 - e);
     const batchfit_trial *high = NULL, *low = NULL;
     for (size_t i = 1; i < r->trial_count; i++) {
         const batchfit_trial *a = &r->trials[i];
@@ -1974,7 +1982,7 @@ static int warn_wide_spread(search *s)
             }
         }
     }
-    if (!high || !(e > 0.0) || e >= 1.0)
+    if (!high)
         return BATCHFIT_OK;
     char hb[32], lb[32];
     batchfit_format_bytes((double)high->peak_bytes, hb, sizeof hb);
@@ -1995,6 +2003,7 @@ static int warn_wide_spread(search *s)
              : "");
 }
 
+/* The answer from the settled bracket (or the error that says why none). */
 static int search_finish(search *s, int rc)
 {
     batchfit_ctx *ctx = s->ctx;
