@@ -303,6 +303,8 @@ static void record(kind k, const bench_profile *prof, uint64_t budget, uint64_t 
 typedef struct family_summary {
     double trials_median, trials_p95, trials_max, oom_median;
     double ratio_mean; /* answer / bisection's answer on the same case */
+    double ratio_clear_mean; /* the same, where bisection's answer is no trap */
+    unsigned clear;          /* how many such cases */
     double exact_share;
     unsigned below_bisect; /* more than one lattice step below bisection */
     unsigned below_narrow; /* of them, cases where the draw decides at most one size */
@@ -318,8 +320,8 @@ static int run_families(uint64_t seed, unsigned cases)
 {
     static double trials[LIB_KINDS][MAX_PROFILES], ooms[LIB_KINDS][MAX_PROFILES];
     for (unsigned f = 0; f < BENCH_CASE_FAMILIES; f++) {
-        double ratio_sum[LIB_KINDS] = {0};
-        unsigned exact[LIB_KINDS] = {0}, ratios[LIB_KINDS] = {0};
+        double ratio_sum[LIB_KINDS] = {0}, clear_sum[LIB_KINDS] = {0};
+        unsigned exact[LIB_KINDS] = {0}, ratios[LIB_KINDS] = {0}, clears[LIB_KINDS] = {0};
         for (unsigned i = 0; i < cases; i++) {
             bench_case c;
             bench_case_make(seed, f, i, &c);
@@ -327,6 +329,7 @@ static int run_families(uint64_t seed, unsigned cases)
             int narrow = bench_case_draw_band(&c, BOUND) <= 1;
             family_narrow[f] += narrow;
             uint64_t first_over = bench_case_first_over_budget(&c, BOUND);
+            uint64_t first_refused = bench_case_first_refused(&c, BOUND);
             bench_case_outcome o[LIB_KINDS];
             for (int k = 0; k < LIB_KINDS; k++)
                 if (bench_case_run(&c, (batchfit_strategy)k, BOUND, &o[k]) != 0)
@@ -344,8 +347,13 @@ static int run_families(uint64_t seed, unsigned cases)
                 fs->gap_below += first_over && first_over < o[k].answer;
                 exact[k] += o[k].answer == truth;
                 if (o[LIB_BISECT].answer) {
-                    ratio_sum[k] += (double)o[k].answer / (double)o[LIB_BISECT].answer;
+                    double ratio = (double)o[k].answer / (double)o[LIB_BISECT].answer;
+                    ratio_sum[k] += ratio;
                     ratios[k]++;
+                    if (!first_refused || first_refused >= o[LIB_BISECT].answer) {
+                        clear_sum[k] += ratio;
+                        clears[k]++;
+                    }
                     fs->below_bisect += o[k].answer + 1 < o[LIB_BISECT].answer;
                     fs->below_narrow += narrow && o[k].answer + 1 < o[LIB_BISECT].answer;
                 }
@@ -358,6 +366,8 @@ static int run_families(uint64_t seed, unsigned cases)
             fs->trials_max = bench_quantile(trials[k], cases, 1.0);
             fs->oom_median = bench_quantile(ooms[k], cases, 0.5);
             fs->ratio_mean = ratios[k] ? ratio_sum[k] / ratios[k] : NAN;
+            fs->ratio_clear_mean = clears[k] ? clear_sum[k] / clears[k] : NAN;
+            fs->clear = clears[k];
             fs->exact_share = (double)exact[k] / cases;
         }
     }
@@ -667,15 +677,18 @@ int main(int argc, char **argv)
             fprintf(f,
                     "      \"%s\": {\"trials_median\": %g, \"trials_p95\": %g, "
                     "\"trials_max\": %g, \"oom_trials_median\": %g, \"ratio_to_bisect_mean\": "
-                    "%.4f, \"below_bisect_by_more_than_one_step\": %u, "
+                    "%.4f, \"ratio_to_bisect_mean_where_bisect_is_no_trap\": %.4f, "
+                    "\"cases_where_bisect_is_no_trap\": %u, "
+                    "\"below_bisect_by_more_than_one_step\": %u, "
                     "\"below_bisect_where_the_draw_decides_at_most_one_size\": %u, "
                     "\"cases_where_the_draw_decides_at_most_one_size\": %u, "
                     "\"exact_share\": %.4f, \"unsafe\": %u, "
                     "\"above_a_smaller_size_that_can_run_out_of_memory\": %u, \"failed\": %u}%s\n",
                     kind_names[k], fs->trials_median, fs->trials_p95, fs->trials_max,
-                    fs->oom_median, isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean, fs->below_bisect,
-                    fs->below_narrow, family_narrow[fam], fs->exact_share, fs->unsafe,
-                    fs->gap_below, fs->failed, k == LIB_KINDS - 1 ? "" : ",");
+                    fs->oom_median, isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean,
+                    isnan(fs->ratio_clear_mean) ? 0.0 : fs->ratio_clear_mean, fs->clear,
+                    fs->below_bisect, fs->below_narrow, family_narrow[fam], fs->exact_share,
+                    fs->unsafe, fs->gap_below, fs->failed, k == LIB_KINDS - 1 ? "" : ",");
         }
         fprintf(f, "    }%s\n", fam == BENCH_CASE_FAMILIES - 1 ? "" : ",");
     }
@@ -780,18 +793,24 @@ int main(int argc, char **argv)
                "can exceed the budget on some draw. Gap below: a smaller size's peak can exceed "
                "the budget on some draw (memory not monotone in the batch): the epoch's last, "
                "smaller batch or a recovery's smaller micro-batch can run out of memory under "
-               "that answer.\n\n",
+               "that answer. No trap: the mean ratio over the cases where bisection's answer lies above "
+               "no trap, that is no smaller size whose peak can exceed the budget or exceeds the "
+               "acceptance threshold on every draw (a search that stops at its first rejection "
+               "cannot pass such a size), with how many cases that is.\n\n",
             CASES_PER_FAMILY);
     for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++) {
         fprintf(f, "### %s\n\n%s.\n\n| strategy | trials median | p95 | max | OOM trials "
-                   "median | mean answer / bisect's | below bisect | exact | unsafe | gap below | "
-                   "no answer |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                   "median | mean answer / bisect's | no trap (cases) | below bisect | exact | unsafe | gap "
+                   "below | no answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
                 bench_case_family_name(fam), bench_case_family_source(fam));
         for (int k = 0; k < LIB_KINDS; k++) {
             const family_summary *fs = &family_results[fam][k];
-            fprintf(f, "| %s | %g | %g | %g | %g | %.4f | %u (%u of %u) | %.1f%% | %u | %u | %u |\n",
+            fprintf(f,
+                    "| %s | %g | %g | %g | %g | %.4f | %.4f (%u) | %u (%u of %u) | %.1f%% | %u | %u "
+                    "| %u |\n",
                     kind_names[k], fs->trials_median, fs->trials_p95, fs->trials_max,
                     fs->oom_median, isnan(fs->ratio_mean) ? 0.0 : fs->ratio_mean,
+                    isnan(fs->ratio_clear_mean) ? 0.0 : fs->ratio_clear_mean, fs->clear,
                     fs->below_bisect, fs->below_narrow, family_narrow[fam],
                     100.0 * fs->exact_share, fs->unsafe, fs->gap_below, fs->failed);
         }
@@ -839,10 +858,11 @@ int main(int argc, char **argv)
     for (unsigned fam = 0; fam < BENCH_CASE_FAMILIES; fam++)
         for (int k = 0; k < LIB_KINDS; k++) {
             const family_summary *fs = &family_results[fam][k];
-            printf("%-40s %-10s trials %g/%g/%g oom %g ratio %.4f below %u (%u of %u) exact "
-                   "%.1f%% unsafe %u gap %u failed %u\n",
+            printf("%-40s %-10s trials %g/%g/%g oom %g ratio %.4f (no trap %.4f of %u) below "
+                   "%u (%u of %u) exact %.1f%% unsafe %u gap %u failed %u\n",
                    bench_case_family_name(fam), kind_names[k], fs->trials_median, fs->trials_p95,
-                   fs->trials_max, fs->oom_median, fs->ratio_mean, fs->below_bisect,
+                   fs->trials_max, fs->oom_median, fs->ratio_mean, fs->ratio_clear_mean, fs->clear,
+                   fs->below_bisect,
                    fs->below_narrow, family_narrow[fam], 100.0 * fs->exact_share, fs->unsafe,
                    fs->gap_below, fs->failed);
         }

@@ -343,6 +343,16 @@ uint64_t bench_case_first_over_budget(const bench_case *c, uint64_t bound)
     return 0;
 }
 
+uint64_t bench_case_first_refused(const bench_case *c, uint64_t bound)
+{
+    double threshold = case_threshold(c);
+    for (uint64_t batch = 1; batch <= bound; batch++)
+        if (case_peak(c, batch, UNIT_TOP) > (double)c->budget ||
+            case_peak(c, batch, UNIT_BOTTOM) > threshold)
+            return batch;
+    return 0;
+}
+
 unsigned bench_case_draw_band(const bench_case *c, uint64_t bound)
 {
     double threshold = case_threshold(c);

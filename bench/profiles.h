@@ -109,6 +109,13 @@ uint64_t bench_case_peak_max(const bench_case *c, uint64_t batch);
  * memory although the answer itself fits. */
 uint64_t bench_case_first_over_budget(const bench_case *c, uint64_t bound);
 
+/* The smallest size in 1..bound that is a trap for any answer above it
+ * (0: none): its peak can exceed the budget on some draw, or exceeds the
+ * acceptance threshold on every draw (a size no search may accept; a
+ * larger one that passes does so only where memory falls again, as in the
+ * default-malloc runs' dip from 56 to 64). */
+uint64_t bench_case_first_refused(const bench_case *c, uint64_t bound);
+
 /* How many sizes in 1..bound pass the acceptance threshold on some draws
  * and not on others: where the wander spans more than one size, the pair
  * a search ends on (accepted, then its neighbour not) is a coin toss among

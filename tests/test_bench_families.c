@@ -113,3 +113,25 @@ TEST(bench_families_replay_reads_the_measured_runs)
     /* Halfway between 96 and 128, halfway between their highest runs. */
     CHECK_EQ(bench_case_peak_max(&c, 112), (UINT64_C(974028) + UINT64_C(1149848)) * 512);
 }
+
+/* A trap for the ratio's "no trap" column: under a budget of 960 MiB the
+ * default-malloc runs at 56 (879-942 MiB) all exceed the acceptance
+ * threshold (960 x 0.95 / 1.05 = 868.6 MiB) and none exceeds the budget, so
+ * 56 is the first size refused on every draw, well before 98, the first
+ * whose peak can exceed the budget (96's and 128's highest runs, 951 and
+ * 1123 MiB, interpolated). */
+TEST(bench_families_first_refused_size_of_the_dip)
+{
+    bench_case c;
+    bench_case_make(20261129, BENCH_REPLAYED, 0, &c);
+    c.replay = 0;
+    c.declared = 0.05;
+    c.budget = UINT64_C(960) << 20;
+    CHECK_EQ(bench_case_first_refused(&c, 65536), 56);
+    CHECK_EQ(bench_case_first_over_budget(&c, 65536), 98);
+    /* A lower budget moves both below 48: 800 MiB, the highest runs at 40
+     * and 48 interpolated cross it at 45. */
+    c.budget = UINT64_C(800) << 20;
+    CHECK_EQ(bench_case_first_refused(&c, 65536), 45);
+    CHECK_EQ(bench_case_first_over_budget(&c, 65536), 45);
+}
