@@ -71,14 +71,14 @@ static const oom_row builtin_rows[] = {
      "memory allocation of 4294967296 bytes failed"},
     {"out of host memory", "[Oo]ut of host memory|OUT_OF_HOST_MEMORY",
      "Error: out of host memory while pinning the batch buffer"},
-    {"CUDA C programs, generic", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
+    {"generic out-of-memory message", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
 };
 
 /* Lines a row matches that are advice about the failure, not the failure:
  * "set PYTORCH_CUDA_ALLOC_CONF=... to avoid out of memory errors" in a log
  * is none. Keyed by the row's source. */
 static const oom_row builtin_advice[] = {
-    {"CUDA C programs, generic",
+    {"generic out-of-memory message",
      "([Aa]void|[Pp]revent|[Rr]educ|[Mm]itigat|[Hh]andl)(e|es|ed|ing)?( [A-Za-z-]+)? [Oo]ut of "
      "memory",
      "INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "

@@ -1752,7 +1752,7 @@ TEST(cli_enforce_address_space_is_asked_for_by_name)
                           "--", tool(), "grow", "1024", NULL};
     CHECK_EQ(cli(&r, args, NULL), 3);
     CHECK_CONTAINS(r.err, "virtual-memory cap: RLIMIT_AS");
-    CHECK_CONTAINS(r.err, "out of memory (CUDA C programs, generic): childtool: out of memory");
+    CHECK_CONTAINS(r.err, "out of memory (generic out-of-memory message): childtool: out of memory");
 }
 
 /* A container with NVIDIA's utilities but no CUDA driver library: batchfit
