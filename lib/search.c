@@ -2003,6 +2003,46 @@ static int warn_wide_spread(search *s)
              : "");
 }
 
+/* The smallest failure ran out of memory on its own (not stopped at the
+ * budget, not measured over it) holding no more than the acceptance
+ * threshold: the budget did not stop it, something else did. A reviewer's
+ * program under an address-space limit (ulimit -v) failed at a quarter of
+ * the budget and the summary read as if the budget were the limit. The
+ * answer stands (it ran and fitted); the warning names what may limit it. */
+static int warn_failure_under_threshold(search *s)
+{
+    const batchfit_result *r = s->result;
+    if (!s->budget_known || !r->smallest_failure)
+        return BATCHFIT_OK;
+    const batchfit_trial *f = NULL;
+    for (size_t i = 0; i < r->trial_count && !f; i++) {
+        const batchfit_trial *t = &r->trials[i];
+        if (t->batch == r->smallest_failure && t->outcome == BATCHFIT_OOM && t->peak_known &&
+            t->peak_bytes > 0 && !measured_to_the_end(t) && !stopped(t) &&
+            (double)t->peak_bytes <= s->safe_budget)
+            f = t;
+    }
+    if (!f)
+        return BATCHFIT_OK;
+    char held[32], threshold[32], budget[32];
+    batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
+    batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
+    batchfit_format_bytes(s->budget, budget, sizeof budget);
+    int host = r->device_spec && strcmp(r->device_spec, "host") == 0;
+    return batchfit__result_warn(
+        s->ctx, s->result,
+        "batch %llu ran out of memory holding %s, under the acceptance threshold of %s (budget "
+        "%s): the budget did not stop it. Something else limits the program: %s; batch %llu is "
+        "what fits under that limit",
+        (unsigned long long)f->batch, held, threshold, budget,
+        host ? "an address-space limit (ulimit -v), a container's or a scheduler's memory limit "
+               "under the budget, memory on a device this probe does not measure (--device), or "
+               "one allocation larger than all the memory that was left"
+             : "memory that other processes hold on the device, fragmentation, or one "
+               "allocation larger than all the memory that was left",
+        (unsigned long long)r->batch_size);
+}
+
 /* The answer from the settled bracket (or the error that says why none). */
 static int search_finish(search *s, int rc)
 {
@@ -2026,7 +2066,8 @@ static int search_finish(search *s, int rc)
                           (unsigned long long)opts->first_guess,
                           100.0 * (double)opts->first_guess / (double)result->batch_size,
                           (unsigned long long)result->batch_size);
-        return warn_wide_spread(s);
+        int warned = warn_failure_under_threshold(s);
+        return warned ? warned : warn_wide_spread(s);
     }
     if (s->hi == 0) {
         char budget[32] = "unknown";

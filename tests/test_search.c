@@ -682,6 +682,13 @@ TEST(search_model_a_failure_reading_under_the_threshold_says_nothing)
     c.wander = 0.01;
     batchfit_result *r = both_find(&c, 0.05, 100);
     CHECK(r != NULL);
+    /* And the result says the budget did not stop it. */
+    size_t warned = 0;
+    for (size_t i = 0; r && i < r->warning_count; i++)
+        warned += strstr(r->warnings[i], "batch 101 ran out of memory holding") != NULL &&
+                  strstr(r->warnings[i], "the budget did not stop it") != NULL &&
+                  strstr(r->warnings[i], "batch 100 is what fits under that limit") != NULL;
+    CHECK_EQ(warned, 1);
     batchfit_result_free(r);
 }
 
@@ -1738,5 +1745,32 @@ TEST(search_parallel_a_minimum_too_close_once_runs_again)
         }
         batchfit_result_free(r);
         batchfit_ctx_free(ctx);
+    }
+}
+
+/* A program that runs out of memory where the budget says it should (its
+ * failures stopped at the budget, or a framework's message saying it
+ * needed more) gets no such warning. */
+TEST(search_a_failure_at_the_budget_is_not_warned_of)
+{
+    for (int exact = 0; exact < 2; exact++) {
+        curve_oracle c = measured_line(4.0 * 1048576.0, 1048576.0, 200.0 * 1048576.0);
+        c.report_need = !exact;
+        c.report_exact_need = exact;
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.requested_max = 65536;
+        o.strategy = BATCHFIT_STRATEGY_BISECT;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        /* No spread: the threshold is the budget, and the smallest
+         * failure is out of memory, not over a threshold. */
+        CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.0, &r), BATCHFIT_OK);
+        batchfit_ctx_free(ctx);
+        /* Under bisection, which runs failures until the bracket closes. */
+        CHECK(r && r->oom_trials > 0 && r->smallest_failure == r->batch_size + 1);
+        for (size_t i = 0; r && i < r->warning_count; i++)
+            CHECK(strstr(r->warnings[i], "the budget did not stop it") == NULL);
+        batchfit_result_free(r);
     }
 }
