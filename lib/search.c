@@ -1947,6 +1947,12 @@ static int stop_reason(search *s)
     return batchfit__result_keep(s->result, &s->result->stop_reason, s->why);
 }
 
+/* Whether the search ran on host memory (the advice differs there). */
+static int on_host(const batchfit_result *r)
+{
+    return r->device_spec && strcmp(r->device_spec, "host") == 0;
+}
+
 /* Peaks that disagree by more than the declared spread allows: a larger
  * size reading less than a smaller one, or one size run twice, apart by
  * more than the ratio (1 + e) / (1 - e) that two draws within e of the
@@ -1988,7 +1994,6 @@ static int warn_wide_spread(search *s)
     batchfit_format_bytes((double)high->peak_bytes, hb, sizeof hb);
     batchfit_format_bytes((double)low->peak_bytes, lb, sizeof lb);
     double shown = (worst - 1.0) / (worst + 1.0);
-    int host = r->device_spec && strcmp(r->device_spec, "host") == 0;
     return batchfit__result_warn(
         s->ctx, s->result,
         "peaks varied more than the declared spread of %.1f%%: batch %llu read %s, batch %llu "
@@ -1997,10 +2002,10 @@ static int warn_wide_spread(search *s)
         100.0 * e, (unsigned long long)high->batch, hb, (unsigned long long)low->batch,
         low->batch == high->batch ? "read again " : "read ", lb, 100.0 * shown,
         (unsigned long long)r->batch_size, ceil(100.0 * shown),
-        host ? ", or, for a program on glibc malloc (PyTorch, NumPy on the CPU), run the probe "
-               "and the training with MALLOC_MMAP_THRESHOLD_=131072, which makes its peaks "
-               "repeat"
-             : "");
+        on_host(r) ? ", or, for a program on glibc malloc (PyTorch, NumPy on the CPU), run the "
+                     "probe and the training with MALLOC_MMAP_THRESHOLD_=131072, which makes its "
+                     "peaks repeat"
+                   : "");
 }
 
 /* The smallest failure ran out of memory on its own (not stopped at the
@@ -2028,18 +2033,17 @@ static int warn_failure_under_threshold(search *s)
     batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
     batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
     batchfit_format_bytes(s->budget, budget, sizeof budget);
-    int host = r->device_spec && strcmp(r->device_spec, "host") == 0;
     return batchfit__result_warn(
         s->ctx, s->result,
         "batch %llu ran out of memory holding %s, under the acceptance threshold of %s (budget "
         "%s): the budget did not stop it. Something else limits the program: %s; batch %llu is "
         "what fits under that limit",
         (unsigned long long)f->batch, held, threshold, budget,
-        host ? "an address-space limit (ulimit -v), a container's or a scheduler's memory limit "
-               "under the budget, memory on a device this probe does not measure (--device), or "
-               "one allocation larger than all the memory that was left"
-             : "memory that other processes hold on the device, fragmentation, or one "
-               "allocation larger than all the memory that was left",
+        on_host(r) ? "an address-space limit (ulimit -v), a container's or a scheduler's memory "
+                     "limit under the budget, memory on a device this probe does not measure "
+                     "(--device), or one allocation larger than all the memory that was left"
+                   : "memory that other processes hold on the device, fragmentation, or one "
+                     "allocation larger than all the memory that was left",
         (unsigned long long)r->batch_size);
 }
 
