@@ -52,6 +52,15 @@
  * size inside it is run (see inside_wide_band). */
 #define TOSS_GIVES_AWAY_AT_MOST 0.25
 
+/* A stop on a prediction (the next size not run) carries the line one
+ * lattice step past lo; where that step is more than one sample and more
+ * than this share of lo (--power-of-two, --multiple-of at small sizes), the
+ * curve can bend inside it, and the step is run instead (a reviewer's
+ * program, flat past 1000 samples, stopped at 1024 under --power-of-two
+ * where 16384 fits: the line through 1, 8, 256 and 1024 put 2048 at 427 MiB,
+ * the program read 227). */
+#define PREDICT_AT_MOST 0.10
+
 typedef struct search {
     batchfit_ctx *ctx;
     const batchfit_options *opts;
@@ -1789,6 +1798,17 @@ static int propose_model(search *s, int64_t *next)
     return propose_from_line(s, &v, next);
 }
 
+/* Whether the size after lo, not yet run, lies too far above lo for a
+ * prediction to stand for it (PREDICT_AT_MOST). */
+static int coarse_step_ahead(const search *s)
+{
+    if (s->lo < 0 || s->lo + 1 >= s->hi)
+        return 0;
+    double lo_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+    double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
+    return next_x - lo_x > 1.0 && next_x - lo_x > PREDICT_AT_MOST * lo_x;
+}
+
 /* Returns 1 when the strategy has its answer, else sets *next. */
 static int propose(search *s, int64_t *next)
 {
@@ -1831,13 +1851,20 @@ static int propose(search *s, int64_t *next)
      * the allocator's dip, 67 where bisection finds 96. */
     if (!s->bracketed && s->creeps >= MAX_CREEPS) {
         int64_t unused;
-        if (propose_model(s, &unused) == 1 && (s->quiet || s->remembered))
+        if (propose_model(s, &unused) == 1 && (s->quiet || s->remembered) &&
+            !coarse_step_ahead(s))
             return 1;
         s->why[0] = '\0';
         *next = clamp_inside(s, s->lo + 2 * (s->step > 0 ? s->step : 1));
         return 0;
     }
-    return propose_model(s, next);
+    if (propose_model(s, next) == 0)
+        return 0;
+    if (!coarse_step_ahead(s))
+        return 1;
+    s->why[0] = '\0';
+    *next = s->lo + 1;
+    return 0;
 }
 
 static void final_fit(const search *s, batchfit_fit *fit)

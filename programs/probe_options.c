@@ -91,6 +91,32 @@ static int set_power_of_two(batchfit_ctx *ctx, probe_cli *c, const char *value)
     return 0;
 }
 
+/* A bare number (no unit) from 1 to 1023: as a size it is that many bytes,
+ * which no one probing a training step means (--memory-budget 300 ran a
+ * trial against a budget of 285 B; --margin 5 held back 5 bytes). Refused
+ * with the units it could have meant, as the Python package refuses such a
+ * margin; "300B" says bytes on purpose. */
+static int refuse_bare_small(const char *flag, const char *value, const char *also)
+{
+    const char *p = value;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    unsigned long long n = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && n < 1024; p++, digits++)
+        n = n * 10 + (unsigned long long)(*p - '0');
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!digits || *p || n == 0 || n >= 1024)
+        return 0;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "%s: \"%s\" has no unit and would be %llu bytes; give a unit (%lluMiB, %lluGiB%s), "
+             "or %lluB for bytes",
+             flag, value, n, n, n, also, n);
+    return probe_bad_value(msg);
+}
+
 static int set_margin(batchfit_ctx *ctx, probe_cli *c, const char *value)
 {
     batchfit_options *o = &c->opts;
@@ -103,6 +129,10 @@ static int set_margin(batchfit_ctx *ctx, probe_cli *c, const char *value)
         o->margin_bytes = 0;
         return 0;
     }
+    char percent[64];
+    snprintf(percent, sizeof percent, ", or %.20s%% of the usable memory", value);
+    if (refuse_bare_small("--margin", value, percent))
+        return EXIT_USAGE;
     if (batchfit_parse_size(ctx, value, "--margin", &o->margin_bytes))
         return fail_ctx(ctx);
     if (o->margin_bytes == 0)
@@ -121,6 +151,8 @@ static int set_vram_limit(batchfit_ctx *ctx, probe_cli *c, const char *value)
 
 static int set_memory_budget(batchfit_ctx *ctx, probe_cli *c, const char *value)
 {
+    if (refuse_bare_small("--memory-budget", value, ""))
+        return EXIT_USAGE;
     if (batchfit_parse_size(ctx, value, "--memory-budget", &c->opts.memory_budget_bytes))
         return fail_ctx(ctx);
     if (c->opts.memory_budget_bytes == 0)

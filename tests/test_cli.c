@@ -354,6 +354,11 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--vram-limit-gb", "nan", "--vram-limit-gb"},
         {"--memory-budget", "0", "--memory-budget"},
         {"--memory-budget", "lots", "--memory-budget"},
+        /* A bare number under 1024 is bytes no one means: refused with
+         * the units it could have meant. */
+        {"--memory-budget", "300", "--memory-budget: \"300\" has no unit and would be 300 bytes; "
+                                   "give a unit (300MiB, 300GiB)"},
+        {"--margin", "5", "--margin: \"5\" has no unit and would be 5 bytes"},
         {"--device", "tpu:0", "--device"},
         {"--device", "sim:capacity=1GiB,colour=red", "colour"},
         {"--strategy", "fast", "--strategy"},

@@ -11,6 +11,9 @@ typedef struct curve_oracle {
     double jump_at, jump_bytes; /* a workspace of jump_bytes from batch jump_at on */
     double flat_until;          /* per_sample grows only past this batch; 0: from 0 */
     double step;                /* per-sample memory comes step samples at a time; 0: 1 */
+    double level_from;          /* past this batch each sample adds only level_slope (a
+                                   program that works in micro-batches); 0: never */
+    double level_slope;
     double pool_block;          /* per-sample memory comes in pools of this size doubled
                                    until they hold it (an allocator's 2^k blocks); 0: none */
     int report_peak;
@@ -40,6 +43,8 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     if (o->step > 0.0)
         grown = ceil(grown / o->step) * o->step;
     double peak = o->fixed + o->per_sample * grown;
+    if (o->level_from > 0.0 && grown > o->level_from)
+        peak = o->fixed + o->per_sample * o->level_from + o->level_slope * (grown - o->level_from);
     if (o->pool_block > 0.0) {
         double pool = o->pool_block;
         while (pool < o->per_sample * grown)
@@ -1748,6 +1753,28 @@ TEST(search_parallel_a_minimum_too_close_once_runs_again)
     }
 }
 
+/* A search over 1..65536 under the curve's capacity with a strategy and a
+ * lattice; NULL (a failed check) unless it answered. */
+static batchfit_result *search_on(curve_oracle *c, batchfit_strategy strategy,
+                                  batchfit_lattice_kind lattice, double spread)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    o.strategy = strategy;
+    o.lattice = lattice;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    int rc = search_under(ctx, &o, 0, c, c->capacity, spread, &r);
+    batchfit_ctx_free(ctx);
+    if (rc != BATCHFIT_OK) {
+        test_fail(__FILE__, __LINE__, "search returned %d", rc);
+        batchfit_result_free(r);
+        return NULL;
+    }
+    return r;
+}
+
 /* A program that runs out of memory where the budget says it should (its
  * failures stopped at the budget, or a framework's message saying it
  * needed more) gets no such warning. */
@@ -1757,20 +1784,33 @@ TEST(search_a_failure_at_the_budget_is_not_warned_of)
         curve_oracle c = measured_line(4.0 * 1048576.0, 1048576.0, 200.0 * 1048576.0);
         c.report_need = !exact;
         c.report_exact_need = exact;
-        batchfit_options o;
-        batchfit_options_init(&o);
-        o.requested_max = 65536;
-        o.strategy = BATCHFIT_STRATEGY_BISECT;
-        batchfit_ctx *ctx = test_ctx(NULL);
-        batchfit_result *r = NULL;
         /* No spread: the threshold is the budget, and the smallest
          * failure is out of memory, not over a threshold. */
-        CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.0, &r), BATCHFIT_OK);
-        batchfit_ctx_free(ctx);
+        batchfit_result *r = search_on(&c, BATCHFIT_STRATEGY_BISECT, BATCHFIT_LATTICE_EVERY, 0.0);
         /* Under bisection, which runs failures until the bracket closes. */
         CHECK(r && r->oom_trials > 0 && r->smallest_failure == r->batch_size + 1);
         for (size_t i = 0; r && i < r->warning_count; i++)
             CHECK(strstr(r->warnings[i], "the budget did not stop it") == NULL);
         batchfit_result_free(r);
     }
+}
+
+/* A reviewer's program that works in micro-batches of 1000 (30 MiB, 200
+ * KiB a sample up to 1000, then 1 KiB), here under 282 MiB: threshold
+ * 255.14 MiB. On the power-of-two lattice the line through 1, 8, 256 and
+ * 1024 put 2048 at 427 MiB, and the search stopped at 1024 on that
+ * prediction where 16384 fits (240 MiB; 32768 reads 256). A whole
+ * lattice step (here twice lo) is run rather than predicted; on the
+ * default lattice, one sample past lo, the predictions stand as they were. */
+TEST(search_model_runs_a_coarse_step_rather_than_predict_it)
+{
+    const double MiB = 1048576.0;
+    curve_oracle c = killed_program(30.0, 200.0 / 1024.0, 0, 282.0, 0.0005);
+    c.level_from = 1000.0;
+    c.level_slope = 1.0 / 1024.0 * MiB;
+    batchfit_result *r = search_on(&c, BATCHFIT_STRATEGY_MODEL, BATCHFIT_LATTICE_POW2, 0.05);
+    CHECK(r && r->batch_size == 16384);
+    CHECK(r && r->smallest_failure == 32768);
+    CHECK(r && r->trial_count <= 9);
+    batchfit_result_free(r);
 }
