@@ -1814,3 +1814,36 @@ TEST(search_model_runs_a_coarse_step_rather_than_predict_it)
     CHECK(r && r->trial_count <= 9);
     batchfit_result_free(r);
 }
+
+/* A minimum that finished under the budget but over the acceptance
+ * threshold on both readings, which agree far more closely than the
+ * declared spread: the error says which spread lets it pass (a reviewer's
+ * program, 265.74 and 265.75 MiB under 285 MiB, was told only to shrink
+ * its model; --peak-spread 3% found 476). Readings further apart than any
+ * spread that would pass keep the old advice. */
+TEST(search_a_minimum_refused_by_the_spread_alone_says_so)
+{
+    for (int apart = 0; apart < 2; apart++) {
+        curve_oracle c = killed_program(319.5, 0.04, 0, 352.45, 0.0);
+        /* 319.54 then 322.54 MiB (4.4% under the budget: 4% would let it
+         * pass), or 319.54 then 339.54 MiB (3% apart, 1% under it). */
+        c.cold_start = (apart ? 20.0 : 3.0) * 1048576.0;
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.requested_max = 65536;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_E_MIN_DOES_NOT_FIT);
+        const char *err = batchfit_ctx_last_error(ctx);
+        if (apart) {
+            CHECK(strstr(err, "--peak-spread") == NULL);
+            CHECK_CONTAINS(err, "try a smaller model");
+        } else {
+            CHECK_CONTAINS(err, "its 2 readings differ by 0.47%: if the program's peaks repeat "
+                                "within 4% (the declared spread is 5.0%), declare that "
+                                "(--peak-spread 4%) and batch 1 passes");
+        }
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
+}
