@@ -174,11 +174,17 @@ void probe_print_summary(const session *s)
         }
     }
     /* A cache entry that no longer held says so: the user learns that the
-     * budget or the program's memory changed since it was stored. */
-    if (r->cache_hit && r->batch_size != r->cache_remembered)
+     * budget or the program's memory changed since it was stored. One that
+     * still fits with a larger size fitting too is not one that failed. */
+    if (r->cache_hit && r->batch_size < r->cache_remembered)
         fprintf(stderr,
                 "  the remembered batch size %llu no longer held (the budget or the program's "
                 "memory changed): %llu now\n",
+                (unsigned long long)r->cache_remembered, (unsigned long long)r->batch_size);
+    else if (r->cache_hit && r->batch_size > r->cache_remembered)
+        fprintf(stderr,
+                "  the remembered batch size %llu still fits, and so does %llu now (a larger "
+                "budget, less memory a sample, or an earlier probe that stopped short)\n",
                 (unsigned long long)r->cache_remembered, (unsigned long long)r->batch_size);
     if (r->first_guess)
         fprintf(stderr, "  the estimate of %llu was %.0f%% of the measured %llu\n",

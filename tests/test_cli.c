@@ -1094,6 +1094,16 @@ TEST(cli_cache_remembers_verifies_and_survives_damage)
              "changed): %llu now",
              first, now);
     CHECK_CONTAINS(r.err, expect);
+    /* And back: the remembered (smaller) size still fits and a larger one
+     * does too; that is no failure of the entry. */
+    CHECK_EQ(cli_env(&r, before, envs), 0);
+    CHECK_CONTAINS(r.out, "\"hit\": true");
+    unsigned long long again = result_number(r.out, "batch_size");
+    CHECK(again > now);
+    CHECK(strstr(r.err, "no longer held") == NULL);
+    snprintf(expect, sizeof expect,
+             "the remembered batch size %llu still fits, and so does %llu now", now, again);
+    CHECK_CONTAINS(r.err, expect);
     drop_cache_dir(dir);
 }
 
