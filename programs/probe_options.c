@@ -412,8 +412,25 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
             printf("batchfit %s\n", batchfit_version_string());
             return EXIT_FOUND;
         }
-        if (arg[0] != '-' || arg[1] == '\0')
-            break; /* the command starts here */
+        if (arg[0] != '-' || arg[1] == '\0') {
+            /* The command starts here, unless a "--" follows: then this
+             * word stood among the options ("--parallel 2 -- cmd" ran a
+             * program named 2). A command whose own arguments hold "--"
+             * comes after a "--" of its own. */
+            for (int k = i + 1; k < argc; k++)
+                if (strcmp(argv[k], "--") == 0) {
+                    const char *prev = i > 1 ? argv[i - 1] : "";
+                    const option_def *flag = NULL;
+                    for (size_t o = 0; o < OPTION_COUNT && !flag; o++)
+                        if (strcmp(options[o].name, prev) == 0 && !options[o].arg)
+                            flag = &options[o];
+                    return usage_error("unexpected \"%.60s\" before --: options come before "
+                                       "--, the command after it%s%s%s",
+                                       arg, flag ? " (" : "", flag ? flag->name : "",
+                                       flag ? " takes no value)" : "");
+                }
+            break;
+        }
         const char *eq = strchr(arg, '=');
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
         const option_def *def = NULL;

@@ -372,6 +372,10 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--hyperparameters", "/nonexistent/hp.json", "--hyperparameters"},
         {"--export-json", "/nonexistent/dir/out.json", "--export-json"},
         {"--frobnicate", NULL, "unknown option --frobnicate"},
+        /* A word among the options before "--" is no command: it ran a
+         * program named 2. */
+        {"--parallel", "2", "unexpected \"2\" before --: options come before --, the command "
+                            "after it (--parallel takes no value)"},
         {"--min", NULL, "--min needs a value"},
     };
     char marker[256];
