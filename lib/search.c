@@ -711,6 +711,39 @@ static int64_t propose_without_points(const search *s)
     return c < 0 ? 0 : clamp_inside(s, c);
 }
 
+/* Nothing has fitted and two sizes or more failed (a first guess or a
+ * remembered size far too large). Where two failures said what they needed
+ * (not stopped at the budget), the line through those needs crosses the
+ * threshold about where the curve does (a need is a lower bound: what was
+ * held when an allocation failed, and the allocation): go halfway there. A
+ * point well below the crossing gives the line a slope; one run at the
+ * crossing itself (0.04% under it) left a single point at the threshold
+ * and the search closed a noise band one draw at a time, 11 trials where
+ * halving took 4. Else the failures say only "smaller", and halving from an
+ * estimate 86 times too large ran seven trials out of memory: take the
+ * geometric middle of the minimum and the smallest failure where it spans
+ * more than a factor of four (the crossing is as likely at a hundredth of
+ * it as at half), else bisect. */
+static int64_t propose_after_misses(const search *s)
+{
+    double fx[MAX_POINTS], fy[MAX_POINTS];
+    unsigned m = collect(s, READ_NEEDS, fx, fy, NULL);
+    if (m >= 2 && fx[1] > fx[0] && fy[1] > fy[0]) {
+        double slope = (fy[1] - fy[0]) / (fx[1] - fx[0]);
+        int64_t i = index_floor_of(s, 0.5 * (fx[0] - (fy[0] - s->safe_budget) / slope));
+        if (i > s->lo && i < s->hi)
+            return i;
+    }
+    double min_x = (double)batchfit__lattice_value(&s->lattice, 0);
+    double hi_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+    if (hi_x > 4.0 * min_x) {
+        int64_t i = index_floor_of(s, sqrt(min_x * hi_x));
+        if (i > s->lo && i < s->hi)
+            return i;
+    }
+    return propose_bisect(s);
+}
+
 /* The slope is unknown here: the points show no rise, a fall, or a rise the
  * noise could have made. That is never "memory does not grow". Inside a
  * bracket, bisect. With a remembered curve (the cache's fit of the same
@@ -1777,7 +1810,7 @@ static int propose_model(search *s, int64_t *next)
          * step down by the little that reading is over the threshold
          * (135, 116, 100, 84: 15% a trial, eight out of memory after the
          * program grew tenfold). */
-        *next = propose_gallop(s);
+        *next = s->budget_known && s->lo < 0 ? propose_after_misses(s) : propose_gallop(s);
         return 0;
     }
     if (n == 0) {

@@ -660,6 +660,24 @@ static void first_guess_search(curve_oracle *cp, uint64_t guess, uint64_t low, u
     batchfit_ctx_free(ctx);
 }
 
+/* An estimate 86 times too large (a reviewer's C program, 30 MiB + 200
+ * KiB a sample under 285 MiB: 1166 fits): halving from it ran seven trials
+ * out of memory, 13 in all. Failures stopped at the budget say only
+ * "smaller": after the second, the geometric middle of the minimum and the
+ * smallest failure; failures that said what they needed (a framework's
+ * message) put a line through those needs, and the search goes halfway to
+ * where it crosses the threshold. */
+TEST(search_model_an_estimate_far_too_large_does_not_halve_its_way_down)
+{
+    for (int said = 0; said < 2; said++) {
+        curve_oracle c = killed_program(30, 200.0 / 1024.0, 0, 285, 0.0005);
+        c.report_need = !said;
+        c.report_exact_need = said;
+        /* floor((285 * 0.95 / 1.05 - 30) * 1024 / 200) = 1166, within the wander */
+        first_guess_search(&c, 100000, 1164, 1167, 7);
+    }
+}
+
 /* An estimate a third too large on a child program killed at the budget
  * (15 MiB + 1.2 MiB a sample, budget 237.5 MiB, as a reviewer's C program
  * ran it): the estimate is stopped by the watchdog at about the budget,
