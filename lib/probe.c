@@ -61,12 +61,13 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
     b->usable_bytes = b->free_bytes;
     if (opts->memory_budget_bytes) {
         if (opts->memory_budget_bytes > b->free_bytes) {
+            char asked[32], free_text[32];
+            batchfit__format_bytes_apart((double)opts->memory_budget_bytes, (double)b->free_bytes,
+                                         asked, free_text, sizeof asked);
             rc = batchfit__result_warn(ctx, result,
-                                       "the memory budget of %llu bytes exceeds the %llu bytes "
-                                       "free on %s; using what is free",
-                                       (unsigned long long)opts->memory_budget_bytes,
-                                       (unsigned long long)b->free_bytes,
-                                       gpu ? gpu : "the device");
+                                       "the memory budget of %s exceeds the %s free on %s; using "
+                                       "what is free",
+                                       asked, free_text, gpu ? gpu : "the device");
             if (rc)
                 return rc;
         } else {
