@@ -91,30 +91,28 @@ static int set_power_of_two(batchfit_ctx *ctx, probe_cli *c, const char *value)
     return 0;
 }
 
-/* A bare number (no unit) from 1 to 1023: as a size it is that many bytes,
- * which no one probing a training step means (--memory-budget 300 ran a
- * trial against a budget of 285 B; --margin 5 held back 5 bytes). Refused
+/* A size the parser read as 1 to 1023 bytes, written with no unit: no one
+ * probing a training step means that (--memory-budget 300 ran a trial
+ * against a budget of 285 B; --margin 5 held back 5 bytes). Refused (1)
  * with the units it could have meant, as the Python package refuses such a
  * margin; "300B" says bytes on purpose. */
-static int refuse_bare_small(const char *flag, const char *value, const char *also)
+static int refuse_bare_small(const char *flag, const char *value, uint64_t bytes, int percent_too)
 {
-    const char *p = value;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    unsigned long long n = 0;
-    int digits = 0;
-    for (; *p >= '0' && *p <= '9' && n < 1024; p++, digits++)
-        n = n * 10 + (unsigned long long)(*p - '0');
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (!digits || *p || n == 0 || n >= 1024)
+    size_t len = strlen(value);
+    while (len && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+        len--;
+    if (bytes == 0 || bytes >= 1024 || !len || value[len - 1] < '0' || value[len - 1] > '9')
         return 0;
-    char msg[256];
+    unsigned long long n = (unsigned long long)bytes;
+    char percent[64] = "", msg[256];
+    if (percent_too)
+        snprintf(percent, sizeof percent, ", or %llu%% of the usable memory", n);
     snprintf(msg, sizeof msg,
              "%s: \"%s\" has no unit and would be %llu bytes; give a unit (%lluMiB, %lluGiB%s), "
              "or %lluB for bytes",
-             flag, value, n, n, n, also, n);
-    return probe_bad_value(msg);
+             flag, value, n, n, n, percent, n);
+    probe_bad_value(msg);
+    return 1;
 }
 
 static int set_margin(batchfit_ctx *ctx, probe_cli *c, const char *value)
@@ -129,12 +127,10 @@ static int set_margin(batchfit_ctx *ctx, probe_cli *c, const char *value)
         o->margin_bytes = 0;
         return 0;
     }
-    char percent[64];
-    snprintf(percent, sizeof percent, ", or %.20s%% of the usable memory", value);
-    if (refuse_bare_small("--margin", value, percent))
-        return EXIT_USAGE;
     if (batchfit_parse_size(ctx, value, "--margin", &o->margin_bytes))
         return fail_ctx(ctx);
+    if (refuse_bare_small("--margin", value, o->margin_bytes, 1))
+        return EXIT_USAGE;
     if (o->margin_bytes == 0)
         o->margin_fraction = 0.0;
     return 0;
@@ -151,10 +147,10 @@ static int set_vram_limit(batchfit_ctx *ctx, probe_cli *c, const char *value)
 
 static int set_memory_budget(batchfit_ctx *ctx, probe_cli *c, const char *value)
 {
-    if (refuse_bare_small("--memory-budget", value, ""))
-        return EXIT_USAGE;
     if (batchfit_parse_size(ctx, value, "--memory-budget", &c->opts.memory_budget_bytes))
         return fail_ctx(ctx);
+    if (refuse_bare_small("--memory-budget", value, c->opts.memory_budget_bytes, 0))
+        return EXIT_USAGE;
     if (c->opts.memory_budget_bytes == 0)
         return probe_bad_value("--memory-budget: it must be larger than zero");
     return 0;
