@@ -711,6 +711,16 @@ static int64_t propose_without_points(const search *s)
     return c < 0 ? 0 : clamp_inside(s, c);
 }
 
+/* The geometric middle of low_x and hi's size where hi lies more than four
+ * times above low_x (the crossing as likely at a tenth of hi as at half),
+ * else (or where that lands outside the bracket) bisection. */
+static int64_t geometric_middle(const search *s, double low_x)
+{
+    double hi_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+    int64_t i = hi_x > 4.0 * low_x ? index_floor_of(s, sqrt(low_x * hi_x)) : -1;
+    return i > s->lo && i < s->hi ? i : propose_bisect(s);
+}
+
 /* Nothing has fitted and two sizes or more failed (a first guess or a
  * remembered size far too large). Where two failures said what they needed
  * (not stopped at the budget), the line through those needs crosses the
@@ -734,14 +744,7 @@ static int64_t propose_after_misses(const search *s)
         if (i > s->lo && i < s->hi)
             return i;
     }
-    double min_x = (double)batchfit__lattice_value(&s->lattice, 0);
-    double hi_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
-    if (hi_x > 4.0 * min_x) {
-        int64_t i = index_floor_of(s, sqrt(min_x * hi_x));
-        if (i > s->lo && i < s->hi)
-            return i;
-    }
-    return propose_bisect(s);
+    return geometric_middle(s, (double)batchfit__lattice_value(&s->lattice, 0));
 }
 
 /* The slope is unknown here: the points show no rise, a fall, or a rise the
@@ -1187,9 +1190,7 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
                 i = s->lo + 1;
         }
         if (!(i > s->lo && i < s->hi))
-            i = xh > 4.0 * xl ? index_floor_of(s, sqrt(xl * xh)) : propose_bisect(s);
-        if (i <= s->lo || i >= s->hi)
-            i = propose_bisect(s);
+            i = geometric_middle(s, xl);
         *next = clamp_inside(s, i);
         return 0;
     }

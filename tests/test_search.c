@@ -1514,13 +1514,16 @@ TEST(search_model_tries_a_quiet_band_many_sizes_wide)
 }
 
 /* A search of the curve over 1..65536 under its capacity and a declared
- * spread, on a context of its own: the result (NULL where the search did
- * not return `expect`, the test failed). */
-static batchfit_result *search_curve(curve_oracle *c, double spread, int expect)
+ * spread, with a strategy and a lattice, on a context of its own: the
+ * result (NULL where the search did not return `expect`, the test failed). */
+static batchfit_result *search_on(curve_oracle *c, batchfit_strategy strategy,
+                                  batchfit_lattice_kind lattice, double spread, int expect)
 {
     batchfit_options o;
     batchfit_options_init(&o);
     o.requested_max = 65536;
+    o.strategy = strategy;
+    o.lattice = lattice;
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_result *r = NULL;
     int rc = search_under(ctx, &o, 0, c, c->capacity, spread, &r);
@@ -1531,6 +1534,12 @@ static batchfit_result *search_curve(curve_oracle *c, double spread, int expect)
         return NULL;
     }
     return r;
+}
+
+/* The same with the model strategy on every size. */
+static batchfit_result *search_curve(curve_oracle *c, double spread, int expect)
+{
+    return search_on(c, BATCHFIT_STRATEGY_MODEL, BATCHFIT_LATTICE_EVERY, spread, expect);
 }
 
 /* A minimum whose first reading is too close to the budget is run once
@@ -1771,28 +1780,6 @@ TEST(search_parallel_a_minimum_too_close_once_runs_again)
     }
 }
 
-/* A search over 1..65536 under the curve's capacity with a strategy and a
- * lattice; NULL (a failed check) unless it answered. */
-static batchfit_result *search_on(curve_oracle *c, batchfit_strategy strategy,
-                                  batchfit_lattice_kind lattice, double spread)
-{
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.requested_max = 65536;
-    o.strategy = strategy;
-    o.lattice = lattice;
-    batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_result *r = NULL;
-    int rc = search_under(ctx, &o, 0, c, c->capacity, spread, &r);
-    batchfit_ctx_free(ctx);
-    if (rc != BATCHFIT_OK) {
-        test_fail(__FILE__, __LINE__, "search returned %d", rc);
-        batchfit_result_free(r);
-        return NULL;
-    }
-    return r;
-}
-
 /* A program that runs out of memory where the budget says it should (its
  * failures stopped at the budget, or a framework's message saying it
  * needed more) gets no such warning. */
@@ -1804,7 +1791,8 @@ TEST(search_a_failure_at_the_budget_is_not_warned_of)
         c.report_exact_need = exact;
         /* No spread: the threshold is the budget, and the smallest
          * failure is out of memory, not over a threshold. */
-        batchfit_result *r = search_on(&c, BATCHFIT_STRATEGY_BISECT, BATCHFIT_LATTICE_EVERY, 0.0);
+        batchfit_result *r = search_on(&c, BATCHFIT_STRATEGY_BISECT, BATCHFIT_LATTICE_EVERY, 0.0,
+                                       BATCHFIT_OK);
         /* Under bisection, which runs failures until the bracket closes. */
         CHECK(r && r->oom_trials > 0 && r->smallest_failure == r->batch_size + 1);
         for (size_t i = 0; r && i < r->warning_count; i++)
@@ -1826,7 +1814,8 @@ TEST(search_model_runs_a_coarse_step_rather_than_predict_it)
     curve_oracle c = killed_program(30.0, 200.0 / 1024.0, 0, 282.0, 0.0005);
     c.level_from = 1000.0;
     c.level_slope = 1.0 / 1024.0 * MiB;
-    batchfit_result *r = search_on(&c, BATCHFIT_STRATEGY_MODEL, BATCHFIT_LATTICE_POW2, 0.05);
+    batchfit_result *r = search_on(&c, BATCHFIT_STRATEGY_MODEL, BATCHFIT_LATTICE_POW2, 0.05,
+                                   BATCHFIT_OK);
     CHECK(r && r->batch_size == 16384);
     CHECK(r && r->smallest_failure == 32768);
     CHECK(r && r->trial_count <= 9);
