@@ -229,6 +229,7 @@ static const char *const case_names[BENCH_CASE_FAMILIES] = {
     "replayed PyTorch CPU runs",
     "stale cache",
     "far-off estimate",
+    "shaped curves under the default spread",
 };
 
 static const char *const case_sources[BENCH_CASE_FAMILIES] = {
@@ -242,6 +243,12 @@ static const char *const case_sources[BENCH_CASE_FAMILIES] = {
     "noise draws); the spread declared is the profile's noise",
     "the suite's profiles with a first guess 0.3x to 3x the answer (log-uniform); the spread "
     "declared is the profile's noise",
+    "the suite's profiles (jumps left out) bent into curves a line does not fit, a fifth of the "
+    "cases each: memory flat up to a preallocated pool of 10-90% of the answer's samples, then "
+    "linear; per-sample memory allocated 8-128 samples at a time; an arena that doubles from a "
+    "block of 1-16 samples' memory; a B x B term (a contrastive loss's similarity matrix) of "
+    "20-200% of the linear term at the answer; memory growing as B^0.5-0.85. A true wander of "
+    "0.02-0.3% of the peak, the host's 5% spread declared",
 };
 
 const char *bench_case_family_name(unsigned kind)
@@ -314,13 +321,48 @@ static double replay_peak(const replay_table *t, uint64_t batch, double u)
 #define UNIT_TOP 2.0
 #define UNIT_BOTTOM -2.0
 
+/* The case's noise-free peak at batch, outside the replayed tables: the
+ * profile's line, or the shaped family's curve through the same fixed
+ * memory and granule. */
+static double case_central(const bench_case *c, uint64_t batch)
+{
+    const bench_profile *p = &c->profile;
+    double b = (double)batch, ps = (double)p->per_sample, act;
+    switch (c->shape) {
+    case BENCH_SHAPE_POOL:
+        act = ps * (b > c->shape_a ? b : c->shape_a);
+        break;
+    case BENCH_SHAPE_CHUNKS:
+        act = ps * ceil(b / c->shape_a) * c->shape_a;
+        break;
+    case BENCH_SHAPE_DOUBLING:
+        act = c->shape_a;
+        while (act < ps * b)
+            act *= 2.0;
+        break;
+    case BENCH_SHAPE_SQUARE:
+        act = ps * b + c->shape_a * b * b;
+        break;
+    case BENCH_SHAPE_SUBLINEAR:
+        act = ps * c->shape_a * pow(b / c->shape_a, c->shape_b);
+        break;
+    default:
+        return (double)bench_profile_peak(p, batch, 0.0);
+    }
+    /* Far past the answer a B x B term outgrows 64 bits: any size that
+     * large is out of memory anyway. */
+    if (act > 1e18)
+        act = 1e18;
+    return (double)(round_up((double)p->fixed, p->granule) + round_up(act, p->granule));
+}
+
 static double case_peak(const bench_case *c, uint64_t batch, double u)
 {
     int top = u >= UNIT_TOP, bottom = u <= UNIT_BOTTOM;
     if (c->family == BENCH_REPLAYED)
         return replay_peak(&replays[c->replay], batch,
                            top ? -1.0 : bottom ? -2.0 : 0.5 * (u + 1.0) * 0.999999);
-    double central = (double)bench_profile_peak(&c->profile, batch, 0.0);
+    double central = case_central(c, batch);
     return central * (1.0 + (top ? 1.0 : bottom ? -1.0 : u) * c->wander);
 }
 
@@ -379,7 +421,7 @@ uint64_t bench_case_exact(const bench_case *c, uint64_t bound)
         double central = c->family == BENCH_REPLAYED
                              ? 0.5 * (replay_peak(&replays[c->replay], mid, 0.0) +
                                       replay_peak(&replays[c->replay], mid, 0.999999))
-                             : (double)bench_profile_peak(&c->profile, mid, 0.0);
+                             : case_central(c, mid);
         if (central <= threshold)
             lo = best = mid;
         else
@@ -487,6 +529,52 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     c->budget = c->profile.capacity - (uint64_t)((double)c->profile.capacity * 0.05);
     c->wander = c->profile.noise;
     c->declared = c->profile.noise;
+    if (kind == BENCH_SHAPED) {
+        c->wander = between(&s, 0.0002, 0.003);
+        c->declared = 0.05;
+        c->shape = 1 + index % (BENCH_SHAPES - 1);
+        double pick = unit(&s), bend = unit(&s);
+        /* A curve needs room to bend: profiles whose line crosses the
+         * threshold below 16 samples (a 7B model's KV cache on a small
+         * card) give way to the suite's next one, of another family. */
+        for (unsigned attempt = 0; attempt < 1000; attempt++) {
+            if (attempt) {
+                bench_profile_make(seed, index + attempt * 1000u + attempt, &c->profile);
+                c->budget = c->profile.capacity - (uint64_t)((double)c->profile.capacity * 0.05);
+            }
+            c->profile.jumps = 0;
+            /* Where the line would cross the threshold: the shapes are
+             * drawn relative to it. */
+            unsigned keep = c->shape;
+            c->shape = BENCH_SHAPE_LINE;
+            double answer = (double)bench_case_exact(c, 65536);
+            c->shape = keep;
+            if (answer < 16.0)
+                continue;
+            double ps = (double)c->profile.per_sample;
+            switch (c->shape) {
+            case BENCH_SHAPE_POOL:
+                c->shape_a = floor(answer * (0.1 + 0.8 * pick));
+                break;
+            case BENCH_SHAPE_CHUNKS:
+                c->shape_a = (double)(8u << (unsigned)(pick * 5.0)); /* 8 .. 128 */
+                break;
+            case BENCH_SHAPE_DOUBLING:
+                c->shape_a = ps * (1.0 + 15.0 * pick);
+                break;
+            case BENCH_SHAPE_SQUARE:
+                c->shape_a = ps * (0.2 + 1.8 * pick) / answer;
+                break;
+            default:
+                c->shape_a = answer;
+                c->shape_b = 0.5 + 0.35 * bend;
+                break;
+            }
+            if (bench_case_exact(c, 1) == 1)
+                return;
+        }
+        return;
+    }
     if (kind == BENCH_DETERMINISTIC) {
         c->wander = between(&s, 0.0002, 0.003);
         c->declared = 0.05;

@@ -60,6 +60,7 @@ enum {
     BENCH_REPLAYED,      /* measured PyTorch CPU runs, interpolated between sizes */
     BENCH_STALE_CACHE,   /* a remembered answer and curve from a budget 5-30% off */
     BENCH_FAR_ESTIMATE,  /* a first guess x0.3 to x3 off */
+    BENCH_SHAPED,        /* curves a line does not fit, under the default 5% spread */
     BENCH_CASE_FAMILIES
 };
 
@@ -74,7 +75,20 @@ typedef struct bench_case {
     batchfit_fit cached_fit;
     uint64_t first_guess;
     uint64_t seed;
+    unsigned shape;        /* shaped: which curve (BENCH_SHAPE_*), else BENCH_SHAPE_LINE */
+    double shape_a, shape_b; /* its parameters (see bench/profiles.c) */
 } bench_case;
+
+/* The shaped family's curves, a fifth of its cases each. */
+enum {
+    BENCH_SHAPE_LINE,      /* the profile as it is: a line with its jumps */
+    BENCH_SHAPE_POOL,      /* flat up to a preallocated pool of shape_a samples, then linear */
+    BENCH_SHAPE_CHUNKS,    /* per-sample memory allocated shape_a samples at a time */
+    BENCH_SHAPE_DOUBLING,  /* an arena doubling from a block of shape_a bytes */
+    BENCH_SHAPE_SQUARE,    /* a B x B term of shape_a bytes (a contrastive loss's matrix) */
+    BENCH_SHAPE_SUBLINEAR, /* per_sample x shape_a x (B / shape_a)^shape_b */
+    BENCH_SHAPES
+};
 
 typedef struct bench_case_outcome {
     uint64_t answer; /* 0: none */

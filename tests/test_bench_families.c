@@ -7,6 +7,7 @@
 
 #include "../bench/profiles.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define CASES 40
@@ -134,4 +135,73 @@ TEST(bench_families_first_refused_size_of_the_dip)
     c.budget = UINT64_C(800) << 20;
     CHECK_EQ(bench_case_first_refused(&c, 65536), 45);
     CHECK_EQ(bench_case_first_over_budget(&c, 65536), 45);
+}
+
+/* Curves a line does not fit (bench/profiles.c): the model strategy's
+ * answers are safe and as large as bisection's to within 1% on the mean,
+ * but it searches them in more trials than the other families take
+ * (median 9, p95 17 on make bench's 100 cases; bisection 16): what is
+ * asserted here is what holds today, not the issue's targets, which this
+ * family does not meet (the README's "Benchmarks" says so). */
+TEST(bench_families_shaped_curves_safe_and_bounded)
+{
+    family_figures f;
+    run_family(BENCH_SHAPED, &f);
+    CHECK(f.oom_median <= 1);
+    CHECK(f.ratio_mean >= 0.99);
+}
+
+/* Each shape bends the way its name says, through the profile's own fixed
+ * memory: flat up to the pool, steps of whole chunks, an arena that
+ * doubles, a square term that steepens, a power under one that flattens. */
+TEST(bench_families_shaped_curves_bend)
+{
+    unsigned seen = 0;
+    for (unsigned i = 0; i < 10; i++) {
+        bench_case c;
+        bench_case_make(20261129, BENCH_SHAPED, i, &c);
+        c.wander = 0.0;
+        uint64_t a = (uint64_t)c.shape_a;
+        uint64_t at1 = bench_case_peak_max(&c, 1);
+        switch (c.shape) {
+        case BENCH_SHAPE_POOL:
+            CHECK(a >= 2);
+            CHECK_EQ(bench_case_peak_max(&c, a), at1);
+            CHECK(bench_case_peak_max(&c, a + 8) > at1);
+            break;
+        case BENCH_SHAPE_CHUNKS:
+            CHECK_EQ(bench_case_peak_max(&c, a), at1);
+            CHECK(bench_case_peak_max(&c, a + 1) > at1);
+            CHECK_EQ(bench_case_peak_max(&c, 2 * a), bench_case_peak_max(&c, a + 1));
+            break;
+        case BENCH_SHAPE_DOUBLING: {
+            /* Each level the arena leaves adds what it held: a, then 2a. */
+            double granule = (double)c.profile.granule, rise[2] = {0.0, 0.0};
+            uint64_t level = at1;
+            for (uint64_t x = 2, k = 0; x < 65536 && k < 2; x++) {
+                uint64_t peak = bench_case_peak_max(&c, x);
+                if (peak != level) {
+                    rise[k++] = (double)(peak - level);
+                    level = peak;
+                }
+            }
+            CHECK(fabs(rise[0] - c.shape_a) <= 2.0 * granule);
+            CHECK(fabs(rise[1] - 2.0 * c.shape_a) <= 2.0 * granule);
+            break;
+        }
+        case BENCH_SHAPE_SQUARE:
+            CHECK(bench_case_peak_max(&c, 200) - bench_case_peak_max(&c, 100) >
+                  bench_case_peak_max(&c, 100) - at1);
+            break;
+        case BENCH_SHAPE_SUBLINEAR:
+            CHECK(bench_case_peak_max(&c, 200) - bench_case_peak_max(&c, 100) <
+                  bench_case_peak_max(&c, 100) - bench_case_peak_max(&c, 1));
+            break;
+        default:
+            CHECK(0);
+        }
+        seen |= 1u << c.shape;
+    }
+    /* Every shape among the first ten cases. */
+    CHECK_EQ(seen, ((1u << BENCH_SHAPES) - 1) & ~1u);
 }
