@@ -1498,6 +1498,20 @@ static void read_points(search *s, view *v)
             jump_band = 2.0 * scatter + granule;
     }
     int line_reaches_lo = continues_past_lo(x, y, n, lo_x, jump_band);
+    /* Nor where lo stands on a flat run under quiet points: it read what the
+     * point below it read, to within twice the quiet points' own residual
+     * and a granule, where the line has memory rise by four times that.
+     * The sizes after lo are then likelier on that run too (memory
+     * allocated 64 samples at a time: a line anchored at a rejected size on
+     * the next chunk made 1575 a coin toss, 9 MiB above 1574's reading, and
+     * the search stopped there where 1600 fits), and the bracket is
+     * searched instead. The scatter carried to the threshold cannot tell
+     * it: the steps among the points near lo inflate it. */
+    if (line_reaches_lo && quiet && il > 0 && il + 1 < n && slope > 0.0) {
+        double flat = 2.0 * measured + granule;
+        if (y[il] - y[il - 1] <= flat && slope * (x[il] - x[il - 1]) > 4.0 * flat)
+            line_reaches_lo = 0;
+    }
 
     v->use = use;
     v->top_x = top_x;
@@ -1559,6 +1573,21 @@ static int64_t inside_wide_band(const search *s, const view *v, double predicted
     return i < s->hi ? i : -1;
 }
 
+/* Whether lo's own reading agrees with a certificate that lo + 1 is over
+ * the threshold: one step of the slope from it, less the tolerance, must be
+ * over too. A line anchored at a point above lo reaches back across any
+ * jump between them (memory allocated 64 samples at a time: the line from
+ * a rejected size on the next chunk put 1595 over the threshold, 9 MiB
+ * above 1594's own reading, where 1600 fits), and no line can certify
+ * what lo's own reading contradicts. Without a reading at lo (a failure's
+ * bracket), nothing contradicts it. */
+static int lo_agrees(const search *s, const view *v, double slope)
+{
+    if (v->il >= v->n)
+        return 1;
+    return v->y[v->il] + slope * (v->next_x - v->lo_x) - v->tolerance > s->safe_budget;
+}
+
 /* Whether lo + 1 is settled (returns 1): certified over the threshold, or
  * a coin toss the points cannot decide; or, inside a bracket, the next
  * size from the readings at both ends (returns 0). -1: neither applies. */
@@ -1590,7 +1619,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
         }
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
-        if (certifiable && predicted - tolerance > s->safe_budget)
+        if (certifiable && predicted - tolerance > s->safe_budget && lo_agrees(s, v, slope))
             return settled(s, CERTIFIED, next_size(s));
         /* The line puts the next size within the measured scatter below
          * the aim (the threshold less that scatter once more, or above it):
@@ -1624,7 +1653,8 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
     if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
         if (certifiable && slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
             line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet) - tolerance >
-                s->safe_budget)
+                s->safe_budget &&
+            lo_agrees(s, v, slope))
             return settled(s, CERTIFIED, next_size(s));
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
             return settled(s, BY_FAILURE, next_size(s));
@@ -1756,7 +1786,7 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
      * is over. */
     if (certifiable && s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo))) {
         double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
-        if (predicted - tolerance > s->safe_budget)
+        if (predicted - tolerance > s->safe_budget && lo_agrees(s, v, slope))
             return settled(s, CERTIFIED, next_size(s));
     }
     if (s->lo >= 0 && lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
@@ -2135,15 +2165,19 @@ static void minimum_spread_advice(const search *s, char *advice, size_t len)
     /* The largest spread e with budget (1 - e) / (1 + e) >= high, in whole
      * percent, and what the readings show. */
     double most = floor(100.0 * (s->budget - high) / (s->budget + high));
+    /* A spread e holds readings within e of their middle: two readings
+     * apart by d (of the lower) show a spread of about d / 2. */
     double shown = 100.0 * (high - low) / (high + low);
     if (most < 1.0 || shown >= most)
         return;
     char text[512];
     int n = snprintf(text, sizeof text,
-             "; its %u readings differ by %.2f%%: if the program's peaks repeat within %.0f%% "
-             "(the declared spread is %.1f%%), declare that (--peak-spread %.0f%%) and batch %llu "
-             "passes; else try a smaller model, gradient checkpointing or lower precision",
-             readings, shown, most, 100.0 * s->spread, most, (unsigned long long)r->min_batch);
+             "; its %u readings differ by %.2f%% (a spread of %.2f%% about their middle): if the "
+             "program's peaks repeat within %.0f%% (the declared spread is %.1f%%), declare that "
+             "(--peak-spread %.0f%%) and batch %llu passes; else try a smaller model, gradient "
+             "checkpointing or lower precision",
+             readings, 100.0 * (high - low) / low, shown, most, 100.0 * s->spread, most,
+             (unsigned long long)r->min_batch);
     if (n > 0 && (size_t)n < len && (size_t)n < sizeof text)
         memcpy(advice, text, (size_t)n + 1);
 }
