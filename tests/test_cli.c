@@ -1801,3 +1801,26 @@ TEST(cli_info_lists_gpus_nvml_sees_without_cuda)
     CHECK_CONTAINS(r.out, "\"can_probe\": false");
     unlink(state + 11);
 }
+
+/* The summary's fitted line is a summary: where the measured peaks stray
+ * from it by more than 1% of what it puts at the answer (a workspace of 20
+ * GiB from batch 280 on), it says so and by how much; on a line it is just
+ * the line (a reviewer's flat-then-growing program read "109.89 MiB +
+ * 102.59 KiB per sample", 17 MiB under the peak at the answer, beside a
+ * stop reason about the threshold). */
+TEST(cli_summary_says_when_the_fitted_line_is_not_the_curve)
+{
+    /* Bisection runs sizes on both sides of the workspace. */
+    const char *jump[] = {"probe", "--device",
+                          "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB,jump=280:20GiB",
+                          "--strategy", "bisect", "--no-cache", NULL};
+    run r;
+    CHECK_EQ(cli(&r, jump, NULL), 0);
+    CHECK_CONTAINS(r.err, "a line the measured peaks stray from by up to");
+    CHECK_CONTAINS(r.err, "(memory does not grow linearly with the batch here)");
+    const char *line[] = {"probe", "--device", "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB",
+                          "--no-cache", NULL};
+    CHECK_EQ(cli(&r, line, NULL), 0);
+    CHECK_CONTAINS(r.err, "  fitted memory: ");
+    CHECK(strstr(r.err, "stray from") == NULL);
+}
