@@ -535,8 +535,9 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         c->shape = 1 + index % (BENCH_SHAPES - 1);
         double pick = unit(&s), bend = unit(&s);
         /* A curve needs room to bend: profiles whose line crosses the
-         * threshold below 16 samples (a 7B model's KV cache on a small
-         * card) give way to the suite's next one, of another family. */
+         * threshold below 16 samples (LLaMA-13B's KV cache or 7B LoRA on
+         * a small card) give way to the suite's next one, of another
+         * family. */
         for (unsigned attempt = 0; attempt < 1000; attempt++) {
             if (attempt) {
                 bench_profile_make(seed, index + attempt * 1000u + attempt, &c->profile);
@@ -554,7 +555,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
             double ps = (double)c->profile.per_sample;
             switch (c->shape) {
             case BENCH_SHAPE_POOL:
-                c->shape_a = floor(answer * (0.1 + 0.8 * pick));
+                c->shape_a = fmax(2.0, floor(answer * (0.1 + 0.8 * pick)));
                 break;
             case BENCH_SHAPE_CHUNKS:
                 c->shape_a = (double)(8u << (unsigned)(pick * 5.0)); /* 8 .. 128 */
@@ -565,7 +566,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
             case BENCH_SHAPE_SQUARE:
                 c->shape_a = ps * (0.2 + 1.8 * pick) / answer;
                 break;
-            default:
+            case BENCH_SHAPE_SUBLINEAR:
                 c->shape_a = answer;
                 c->shape_b = 0.5 + 0.35 * bend;
                 break;

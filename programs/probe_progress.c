@@ -199,14 +199,17 @@ void probe_print_summary(const session *s)
         batchfit_format_bytes(r->fit.bytes_per_sample, per, sizeof per);
         /* A line the points stray from by more than 1% of what it puts at
          * the answer is a summary, not the program's curve (memory flat,
-         * then growing; pools that double): say so, with how far. */
+         * then growing; pools that double; or peaks that wander between
+         * runs, which the residual cannot tell apart): say so, with how
+         * far. */
         double at = r->fit.intercept_bytes + r->fit.bytes_per_sample * (double)r->batch_size;
         if (at > 0.0 && r->fit.max_residual_bytes > 0.01 * at) {
             char off[32];
             batchfit_format_bytes(r->fit.max_residual_bytes, off, sizeof off);
             fprintf(stderr,
                     "  fitted memory: %s + %s per sample, a line the measured peaks stray from "
-                    "by up to %s (memory does not grow linearly with the batch here)\n",
+                    "by up to %s (memory does not grow linearly with the batch here, or its "
+                    "peaks vary between runs)\n",
                     fixed, per, off);
         } else {
             fprintf(stderr, "  fitted memory: %s + %s per sample\n", fixed, per);

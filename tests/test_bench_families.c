@@ -140,15 +140,20 @@ TEST(bench_families_first_refused_size_of_the_dip)
 /* Curves a line does not fit (bench/profiles.c): the model strategy's
  * answers are safe and as large as bisection's to within 1% on the mean,
  * but it searches them in more trials than the other families take
- * (median 9, p95 17 on make bench's 100 cases; bisection 16): what is
- * asserted here is what holds today, not the issue's targets, which this
- * family does not meet (the README's "Benchmarks" says so). */
+ * (median 9, p95 15-17 on make bench's 100 cases and three seeds;
+ * bisection 16): what is asserted here is what holds today, not the
+ * issue's targets, which this family does not meet (the README's
+ * "Benchmarks" says so). */
 TEST(bench_families_shaped_curves_safe_and_bounded)
 {
     family_figures f;
     run_family(BENCH_SHAPED, &f);
     CHECK(f.oom_median <= 1);
     CHECK(f.ratio_mean >= 0.99);
+    /* Today's figures on this subset (median 10, p95 17): a bound against
+     * getting worse, not the issue's targets. */
+    CHECK(f.trials_median <= 10);
+    CHECK(f.trials_p95 <= 17);
 }
 
 /* Each shape bends the way its name says, through the profile's own fixed
@@ -156,7 +161,6 @@ TEST(bench_families_shaped_curves_safe_and_bounded)
  * doubles, a square term that steepens, a power under one that flattens. */
 TEST(bench_families_shaped_curves_bend)
 {
-    unsigned seen = 0;
     for (unsigned i = 0; i < 10; i++) {
         bench_case c;
         bench_case_make(20261129, BENCH_SHAPED, i, &c);
@@ -178,21 +182,34 @@ TEST(bench_families_shaped_curves_bend)
             /* Each level the arena leaves adds what it held: a, then 2a. */
             double granule = (double)c.profile.granule, rise[2] = {0.0, 0.0};
             uint64_t level = at1;
-            for (uint64_t x = 2, k = 0; x < 65536 && k < 2; x++) {
+            unsigned k = 0;
+            for (uint64_t x = 2; x < 65536 && k < 2; x++) {
                 uint64_t peak = bench_case_peak_max(&c, x);
                 if (peak != level) {
                     rise[k++] = (double)(peak - level);
                     level = peak;
                 }
             }
+            CHECK_EQ(k, 2);
             CHECK(fabs(rise[0] - c.shape_a) <= 2.0 * granule);
             CHECK(fabs(rise[1] - 2.0 * c.shape_a) <= 2.0 * granule);
             break;
         }
-        case BENCH_SHAPE_SQUARE:
-            CHECK(bench_case_peak_max(&c, 200) - bench_case_peak_max(&c, 100) >
-                  bench_case_peak_max(&c, 100) - at1);
+        case BENCH_SHAPE_SQUARE: {
+            /* Two steps of w sizes differ by the square term's second
+             * difference, 2 w^2 shape_a (granules aside): a line has none.
+             * w is half the answer, where the term is 20-200% of the
+             * linear one. */
+            double granule = (double)c.profile.granule;
+            uint64_t w = bench_case_exact(&c, 65536) / 2;
+            double first = (double)(bench_case_peak_max(&c, 1 + w) - at1);
+            double second =
+                (double)(bench_case_peak_max(&c, 1 + 2 * w) - bench_case_peak_max(&c, 1 + w));
+            double bend = 2.0 * (double)w * (double)w * c.shape_a;
+            CHECK(fabs(second - first - bend) <= 4.0 * granule);
+            CHECK(bend > 8.0 * granule);
             break;
+        }
         case BENCH_SHAPE_SUBLINEAR:
             CHECK(bench_case_peak_max(&c, 200) - bench_case_peak_max(&c, 100) <
                   bench_case_peak_max(&c, 100) - bench_case_peak_max(&c, 1));
@@ -200,8 +217,5 @@ TEST(bench_families_shaped_curves_bend)
         default:
             CHECK(0);
         }
-        seen |= 1u << c.shape;
     }
-    /* Every shape among the first ten cases. */
-    CHECK_EQ(seen, ((1u << BENCH_SHAPES) - 1) & ~1u);
 }

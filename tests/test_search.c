@@ -1858,7 +1858,8 @@ TEST(search_a_minimum_refused_by_the_spread_alone_says_so)
 }
 
 /* A program that allocates its per-sample memory 64 samples at a time (a
- * reviewer's C program: 20 MiB + 150 KiB a sample in chunks of 64) under
+ * reviewer's C program: 20 MiB, 0.8 MiB of its own, and 150 KiB a sample
+ * in chunks of 64) under
  * the host's 5%: every size from 1537 to 1600 reads the same, 1601 a chunk
  * more. A line anchored at a rejected size on the next chunk reaches back
  * across that step: it certified 1587 over the threshold (and, after
@@ -1875,11 +1876,11 @@ TEST(search_model_a_flat_run_at_lo_is_searched_not_certified)
         CHECK(strstr(r->stop_reason, "(not run)") == NULL);
     }
     batchfit_result_free(r);
-    /* With a 0.02% wander on 19.9 MiB the search still stops on the chunk
-     * below 1600 (at 1584: the coin-toss band, inflated by the step among
-     * the points near lo, is not refuted), but it no longer says the line
-     * proves 1585 over the threshold: 1584's own reading, a sample's
-     * slope higher, is 3 MiB under it. */
+    /* With a 0.02% wander on 19.9 MiB the search still stops 16 sizes
+     * short on the same chunk as 1600 (at 1584: the coin-toss band,
+     * inflated by the step among the points near lo, is not refuted), but
+     * it no longer says the line proves 1585 over the threshold: 1584's own
+     * reading, a sample's slope higher, is 3 MiB under it. */
     curve_oracle w = killed_program(19.9, 150.0 / 1024.0, 0, 285.0, 0.0002);
     w.step = 64;
     r = search_curve(&w, 0.05, BATCHFIT_OK);
