@@ -1573,19 +1573,21 @@ static int64_t inside_wide_band(const search *s, const view *v, double predicted
     return i < s->hi ? i : -1;
 }
 
-/* Whether lo's own reading agrees with a certificate that lo + 1 is over
- * the threshold: one step of the slope from it, less the tolerance, must be
- * over too. A line anchored at a point above lo reaches back across any
- * jump between them (memory allocated 64 samples at a time: the line from
- * a rejected size on the next chunk put 1595 over the threshold, 9 MiB
- * above 1594's own reading, where 1600 fits), and no line can certify
- * what lo's own reading contradicts. Without a reading at lo (a failure's
- * bracket), nothing contradicts it. */
-static int lo_agrees(const search *s, const view *v, double slope)
+/* Whether a line that predicts lo + 1 at predicted certifies it over the
+ * threshold: the points are certifiable, the prediction less the
+ * tolerance is over, and lo's own reading agrees: one step of the slope
+ * from it, less the tolerance, is over too. A line anchored at a point
+ * above lo reaches back across any jump between them (memory allocated 64
+ * samples at a time: the line from a rejected size on the next chunk put
+ * 1595 over the threshold, 9 MiB above 1594's own reading, where 1600
+ * fits), and no line can certify what lo's own reading contradicts.
+ * Without a reading at lo (a failure's bracket), nothing contradicts it. */
+static int certifies(const search *s, const view *v, double predicted)
 {
-    if (v->il >= v->n)
-        return 1;
-    return v->y[v->il] + slope * (v->next_x - v->lo_x) - v->tolerance > s->safe_budget;
+    if (!v->certifiable || !(predicted - v->tolerance > s->safe_budget))
+        return 0;
+    return v->il >= v->n ||
+           v->y[v->il] + v->slope * (v->next_x - v->lo_x) - v->tolerance > s->safe_budget;
 }
 
 /* Whether lo + 1 is settled (returns 1): certified over the threshold, or
@@ -1598,9 +1600,9 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
     const double *fy = v->y + (n - use);
     double top_x = v->top_x, top_y = v->top_y, granule = v->granule, slope = v->slope;
     double scatter = v->scatter, noise = v->noise, resolvable = v->resolvable;
-    double lo_x = v->lo_x, next_x = v->next_x, tolerance = v->tolerance;
+    double lo_x = v->lo_x, next_x = v->next_x;
     double quiet_below = v->quiet_below, top3_quiet = v->top3_quiet;
-    int quiet = v->quiet, scatter_known = v->scatter_known, certifiable = v->certifiable;
+    int quiet = v->quiet, scatter_known = v->scatter_known;
     int line_reaches_lo = v->line_reaches_lo;
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
@@ -1619,7 +1621,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
         }
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
-        if (certifiable && predicted - tolerance > s->safe_budget && lo_agrees(s, v, slope))
+        if (certifies(s, v, predicted))
             return settled(s, CERTIFIED, next_size(s));
         /* The line puts the next size within the measured scatter below
          * the aim (the threshold less that scatter once more, or above it):
@@ -1651,10 +1653,8 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
         }
     }
     if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
-        if (certifiable && slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
-            line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet) - tolerance >
-                s->safe_budget &&
-            lo_agrees(s, v, slope))
+        if (slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
+            certifies(s, v, line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet)))
             return settled(s, CERTIFIED, next_size(s));
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
             return settled(s, BY_FAILURE, next_size(s));
@@ -1679,7 +1679,7 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
     double noise = v->noise, resolvable = v->resolvable, declared = v->declared;
     double lo_x = v->lo_x, next_x = v->next_x, tolerance = v->tolerance;
     double top3_quiet = v->top3_quiet;
-    int quiet = v->quiet, scatter_known = v->scatter_known, certifiable = v->certifiable;
+    int quiet = v->quiet, scatter_known = v->scatter_known;
     int collinear = v->collinear, line_reaches_lo = v->line_reaches_lo;
     batchfit_fit fit = v->fit;
     if (s->misses >= 2) {
@@ -1784,11 +1784,9 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
     /* The model says lo + 1 does not fit. Trust the line only where even
      * its pessimistic end (a granule of rounding and the scatter below it)
      * is over. */
-    if (certifiable && s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo))) {
-        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
-        if (predicted - tolerance > s->safe_budget && lo_agrees(s, v, slope))
-            return settled(s, CERTIFIED, next_size(s));
-    }
+    if (s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
+        certifies(s, v, line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet)))
+        return settled(s, CERTIFIED, next_size(s));
     if (s->lo >= 0 && lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
         return settled(s, BY_FAILURE, next_size(s));
     /* Otherwise try the optimistic end, which bisects the band of uncertainty. */
