@@ -306,6 +306,15 @@ static const option_def options[] = {
 
 #define OPTION_COUNT (sizeof options / sizeof options[0])
 
+/* The option named by the first len characters of name; NULL if none. */
+static const option_def *find_option(const char *name, size_t len)
+{
+    for (size_t k = 0; k < OPTION_COUNT; k++)
+        if (strlen(options[k].name) == len && strncmp(options[k].name, name, len) == 0)
+            return &options[k];
+    return NULL;
+}
+
 static void print_help(FILE *f)
 {
     fprintf(f, "usage: batchfit probe [options] -- COMMAND [ARGS...]\n"
@@ -416,10 +425,9 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
             for (int k = i + 1; k < argc; k++)
                 if (strcmp(argv[k], "--") == 0) {
                     const char *prev = i > 1 ? argv[i - 1] : "";
-                    const option_def *flag = NULL;
-                    for (size_t o = 0; o < OPTION_COUNT && !flag; o++)
-                        if (strcmp(options[o].name, prev) == 0 && !options[o].arg)
-                            flag = &options[o];
+                    const option_def *flag = find_option(prev, strlen(prev));
+                    if (flag && flag->arg)
+                        flag = NULL;
                     return usage_error("unexpected \"%.60s\" before --: options come before "
                                        "--, the command after it%s%s%s",
                                        arg, flag ? " (" : "", flag ? flag->name : "",
@@ -429,10 +437,7 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
         }
         const char *eq = strchr(arg, '=');
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const option_def *def = NULL;
-        for (size_t k = 0; k < OPTION_COUNT && !def; k++)
-            if (strlen(options[k].name) == len && strncmp(options[k].name, arg, len) == 0)
-                def = &options[k];
+        const option_def *def = find_option(arg, len);
         if (!def)
             return usage_error("unknown option %.*s%s", len > 60 ? 60 : (int)len, arg,
                                len > 60 ? "..." : "");
