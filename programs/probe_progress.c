@@ -203,17 +203,15 @@ void probe_print_summary(const session *s)
          * runs, which the residual cannot tell apart): say so, with how
          * far. */
         double at = r->fit.intercept_bytes + r->fit.bytes_per_sample * (double)r->batch_size;
+        char off[32], stray[192] = "";
         if (at > 0.0 && r->fit.max_residual_bytes > 0.01 * at) {
-            char off[32];
             batchfit_format_bytes(r->fit.max_residual_bytes, off, sizeof off);
-            fprintf(stderr,
-                    "  fitted memory: %s + %s per sample, a line the measured peaks stray from "
-                    "by up to %s (memory does not grow linearly with the batch here, or its "
-                    "peaks vary between runs)\n",
-                    fixed, per, off);
-        } else {
-            fprintf(stderr, "  fitted memory: %s + %s per sample\n", fixed, per);
+            snprintf(stray, sizeof stray,
+                     ", a line the measured peaks stray from by up to %s (memory does not grow "
+                     "linearly with the batch here, or its peaks vary between runs)",
+                     off);
         }
+        fprintf(stderr, "  fitted memory: %s + %s per sample%s\n", fixed, per, stray);
     } else if (r->fit.valid) {
         /* A line that falls says the peaks did not grow with the batch
          * (noise, or memory the program holds regardless). */
