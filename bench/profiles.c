@@ -100,6 +100,13 @@ static uint64_t round_up(double bytes, uint64_t granule)
     return granule > 1 ? (b + granule - 1) / granule * granule : b;
 }
 
+/* The budget a profile is drawn for: its capacity less the default 5%
+ * margin, as the library computes it. */
+static uint64_t budget_of(const bench_profile *p)
+{
+    return p->capacity - (uint64_t)((double)p->capacity * 0.05);
+}
+
 uint64_t bench_profile_peak(const bench_profile *p, uint64_t batch, double noise_top)
 {
     double act = (double)p->per_sample * (double)batch;
@@ -150,7 +157,7 @@ void bench_profile_make(uint64_t seed, unsigned index, bench_profile *p)
         /* As the spec string writes it, so the sim and the truth agree exactly. */
         p->noise = (double)(uint64_t)(p->noise * 1e8 + 0.5) / 1e8;
         p->seed = bench_splitmix64(&s) % 1000000 + 1;
-        uint64_t budget = p->capacity - (uint64_t)((double)p->capacity * 0.05);
+        uint64_t budget = budget_of(p);
         if ((double)p->fixed > 0.9 * (double)p->capacity)
             continue;
         uint64_t estimate = bench_profile_truth(p, budget, 65536, 0.0);
@@ -526,7 +533,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     }
     /* The suite's own profiles, every family in turn. */
     bench_profile_make(seed, index, &c->profile);
-    c->budget = c->profile.capacity - (uint64_t)((double)c->profile.capacity * 0.05);
+    c->budget = budget_of(&c->profile);
     c->wander = c->profile.noise;
     c->declared = c->profile.noise;
     if (kind == BENCH_SHAPED) {
@@ -541,7 +548,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         for (unsigned attempt = 0; attempt < 1000; attempt++) {
             if (attempt) {
                 bench_profile_make(seed, index + attempt * 1000u + attempt, &c->profile);
-                c->budget = c->profile.capacity - (uint64_t)((double)c->profile.capacity * 0.05);
+                c->budget = budget_of(&c->profile);
             }
             c->profile.jumps = 0;
             /* Where the line would cross the threshold: the shapes are
@@ -585,7 +592,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         for (unsigned attempt = 1; bench_case_exact(c, 1) == 0 && attempt < 100; attempt++) {
             bench_profile_make(seed, index + attempt * (unsigned)bench_family_count() * 1000u,
                                &c->profile);
-            c->budget = c->profile.capacity - (uint64_t)((double)c->profile.capacity * 0.05);
+            c->budget = budget_of(&c->profile);
         }
         return;
     }
