@@ -510,6 +510,9 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
         out->trials = (unsigned)r->trial_count;
         out->ooms = (unsigned)r->oom_trials;
         out->fit = r->fit;
+        for (size_t i = 0; i < r->warning_count; i++)
+            if (strstr(r->warnings[i], "memory is not monotone in the batch"))
+                out->not_monotone = 1;
     }
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);

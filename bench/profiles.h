@@ -95,6 +95,7 @@ typedef struct bench_case_outcome {
     unsigned trials;
     unsigned ooms;
     batchfit_fit fit; /* the curve the search fitted, as the cache stores it */
+    int not_monotone; /* the answer came with the warning that memory fell below it */
 } bench_case_outcome;
 
 const char *bench_case_family_name(unsigned family);

@@ -497,6 +497,47 @@ static unsigned drop_cold_start(const search *s, double *x, double *y, double *l
     return n;
 }
 
+/* Memory that falls as the batch grows: a glibc-malloc PyTorch CPU job
+ * peaked at 928 MiB at batch 56 and at 714 MiB at 64 (the adaptive mmap
+ * threshold moved; ../shared/data). Two draws differ by at most the
+ * declared band, and the kernel's accounting wander by a fraction of a
+ * percent; a point that reads below a smaller size by more than that band
+ * (1% of its peak at least), its own re-runs' spread and a granule stands
+ * on another curve. The points below the last such fall are left out
+ * (their acceptances stand): read as scatter, the fall made the coin-toss
+ * band some 80 MiB wide and the search stopped at the first size past it
+ * (60, 64, 83 where bisection found 91, 96, 96). Returns the points kept;
+ * *fell, when given, says where the last fall was (from_x 0: none). */
+typedef struct fall {
+    double from_x, from_y; /* the smaller size and its lowest reading */
+    double to_x, to_y;     /* the larger size that read below it, and its highest */
+} fall;
+
+static unsigned drop_below_fall(const search *s, double *x, double *y, double *low, unsigned n,
+                                fall *fell)
+{
+    double granule = granule_of(y, n);
+    unsigned from = 0;
+    fall f = {0.0, 0.0, 0.0, 0.0};
+    for (unsigned j = 1; j < n; j++) {
+        double band = fmax(2.0 * s->spread, 0.01) * y[j] + (y[j] - low[j]) + granule;
+        for (unsigned i = from; i < j; i++)
+            if (low[i] - y[j] > band) {
+                from = j;
+                f = (fall){x[i], low[i], x[j], y[j]};
+                break;
+            }
+    }
+    if (fell)
+        *fell = f;
+    if (from == 0)
+        return n;
+    memmove(x, x + from, (n - from) * sizeof *x);
+    memmove(y, y + from, (n - from) * sizeof *y);
+    memmove(low, low + from, (n - from) * sizeof *low);
+    return n - from;
+}
+
 /* Where the line through (x0, y0) with the given slope reaches the aim.
  * The spread is already in the acceptance threshold; how far below it a
  * proposal stays is decided from the measurements (see propose_model). */
@@ -1817,6 +1858,7 @@ static int propose_model(search *s, int64_t *next)
     view v;
     v.n = collect_points(s, v.x, v.y, v.low);
     v.n = drop_cold_start(s, v.x, v.y, v.low, v.n);
+    v.n = drop_below_fall(s, v.x, v.y, v.low, v.n, NULL);
     unsigned n = v.n;
     s->remembered = 0;
 
@@ -1933,6 +1975,7 @@ static void final_fit(const search *s, batchfit_fit *fit)
 {
     double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
     unsigned n = drop_cold_start(s, x, y, low, collect_points(s, x, y, low));
+    n = drop_below_fall(s, x, y, low, n, NULL);
     batchfit__fit_line(x, y, n, fit);
 }
 
@@ -2042,6 +2085,10 @@ static int on_host(const batchfit_result *r)
     return r->device_spec && strcmp(r->device_spec, "host") == 0;
 }
 
+static const char GLIBC_ADVICE[] =
+    "for a program on glibc malloc (PyTorch, NumPy on the CPU), run the probe and the training "
+    "with MALLOC_MMAP_THRESHOLD_=131072, which makes its peaks repeat";
+
 /* Peaks that disagree by more than the declared spread allows: a larger
  * size reading less than a smaller one, or one size run twice, apart by
  * more than the ratio (1 + e) / (1 - e) that two draws within e of the
@@ -2052,7 +2099,7 @@ static int on_host(const batchfit_result *r)
  * part in). On the host, PyTorch and NumPy on glibc malloc read up to 16%
  * apart between identical runs (bench/data) and repeat to 0.1% with a
  * fixed mmap threshold. */
-static int warn_wide_spread(search *s)
+static int warn_wide_spread(search *s, const fall *f)
 {
     const batchfit_result *r = s->result;
     double e = s->spread;
@@ -2068,6 +2115,9 @@ static int warn_wide_spread(search *s)
             const batchfit_trial *b = &r->trials[j];
             if (j == i || b->outcome != BATCHFIT_FITS || !b->peak_known || b->batch < a->batch ||
                 b->peak_bytes == 0)
+                continue;
+            /* A pair across the fall warn_not_monotone names is that warning's. */
+            if (f->from_x > 0.0 && (double)a->batch < f->to_x && (double)b->batch >= f->to_x)
                 continue;
             double ratio = (double)a->peak_bytes / (double)b->peak_bytes;
             if (ratio > worst) {
@@ -2087,14 +2137,11 @@ static int warn_wide_spread(search *s)
         s->ctx, s->result,
         "peaks varied more than the declared spread of %.1f%%: batch %llu read %s, batch %llu "
         "%s%s, a spread of %.1f%%; a re-run of batch %llu may exceed the budget. Declare the "
-        "spread the program shows (peak_spread, --peak-spread %.0f%%)%s",
+        "spread the program shows (peak_spread, --peak-spread %.0f%%)%s%s",
         100.0 * e, (unsigned long long)high->batch, hb, (unsigned long long)low->batch,
         low->batch == high->batch ? "read again " : "read ", lb, 100.0 * shown,
         (unsigned long long)r->batch_size, ceil(100.0 * shown),
-        on_host(r) ? ", or, for a program on glibc malloc (PyTorch, NumPy on the CPU), run the "
-                     "probe and the training with MALLOC_MMAP_THRESHOLD_=131072, which makes its "
-                     "peaks repeat"
-                   : "");
+        on_host(r) ? ", or, " : "", on_host(r) ? GLIBC_ADVICE : "");
 }
 
 /* The smallest failure ran out of memory on its own (not stopped at the
@@ -2134,6 +2181,46 @@ static int warn_failure_under_threshold(search *s)
                    : "memory that other processes hold on the device, fragmentation, or one "
                      "allocation larger than all the memory that was left",
         (unsigned long long)r->batch_size);
+}
+
+/* Where the answer lies above a fall in memory (see drop_below_fall), the
+ * fall (else from_x 0): a smaller size read more than a larger one, and
+ * the sizes between them were not all run. */
+static fall fall_under_answer(const search *s)
+{
+    double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
+    fall f;
+    unsigned n = drop_cold_start(s, x, y, low, collect_points(s, x, y, low));
+    drop_below_fall(s, x, y, low, n, &f);
+    if ((double)s->result->batch_size < f.to_x)
+        f.from_x = 0.0;
+    return f;
+}
+
+/* The epoch's last batch is smaller than the answer, and so is a
+ * recovery's micro-batch; above a fall, one of those sizes may need more
+ * memory than the answer does. The answer stands (it ran and passed); the
+ * warning says where the curve fell and what to do about it. */
+static int warn_not_monotone(search *s, const fall *f)
+{
+    const batchfit_result *r = s->result;
+    if (!(f->from_x > 0.0))
+        return BATCHFIT_OK;
+    char high[32], fell[32];
+    batchfit_format_bytes(f->from_y, high, sizeof high);
+    batchfit_format_bytes(f->to_y, fell, sizeof fell);
+    return batchfit__result_warn(
+        s->ctx, s->result,
+        "memory is not monotone in the batch here: batch %llu peaked at %s and batch %llu, a "
+        "larger one, at %s (an allocator changing strategy, or peaks that vary more than the "
+        "declared spread of %.1f%%); the search fitted the sizes from %llu up. The sizes under "
+        "the answer were not all run, and a smaller batch (an epoch's last, or a recovery's "
+        "micro-batch) may need more memory than batch %llu: drop the last partial batch, or "
+        "probe with a maximum of %llu (--max, max_batch_size), the largest size measured "
+        "before the fall%s%s",
+        (unsigned long long)f->from_x, high, (unsigned long long)f->to_x, fell,
+        100.0 * s->spread, (unsigned long long)f->to_x, (unsigned long long)r->batch_size,
+        (unsigned long long)f->from_x, on_host(r) ? "; " : "", on_host(r) ? GLIBC_ADVICE : "");
 }
 
 /* The minimum finished under the budget but over the acceptance threshold,
@@ -2203,8 +2290,11 @@ static int search_finish(search *s, int rc)
                           (unsigned long long)opts->first_guess,
                           100.0 * (double)opts->first_guess / (double)result->batch_size,
                           (unsigned long long)result->batch_size);
+        fall f = fall_under_answer(s);
         int warned = warn_failure_under_threshold(s);
-        return warned ? warned : warn_wide_spread(s);
+        if (!warned)
+            warned = warn_not_monotone(s, &f);
+        return warned ? warned : warn_wide_spread(s, &f);
     }
     if (s->hi == 0) {
         char budget[32] = "unknown";
