@@ -8,6 +8,8 @@
  * so fixed memory spans 5-90% of capacity as real jobs do. */
 #include "profiles.h"
 
+#include "../lib/internal.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,8 +504,11 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
         r->budget.known = 1;
         r->budget.budget_bytes = c->budget;
         r->budget.peak_spread = c->declared;
+        if (c->host)
+            rc = batchfit__result_keep(r, &r->device_spec, "host");
         case_oracle oracle = {c, {0}, {0}, 0};
-        rc = batchfit_search(ctx, &o, case_trial, &oracle, r);
+        if (rc == BATCHFIT_OK)
+            rc = batchfit_search(ctx, &o, case_trial, &oracle, r);
     }
     if (r) {
         out->answer = rc == BATCHFIT_OK ? r->batch_size : 0;
@@ -529,6 +534,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     if (kind == BENCH_REPLAYED) {
         c->replay = (unsigned)(bench_splitmix64(&s) % 2);
         c->declared = 0.05;
+        c->host = 1;
         double low = replay_peak(&replays[c->replay], 4, -1.0);
         double high = replay_peak(&replays[c->replay], 120, 0.0);
         c->budget = (uint64_t)between(&s, low, high);
@@ -542,6 +548,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     if (kind == BENCH_SHAPED) {
         c->wander = between(&s, 0.0002, 0.003);
         c->declared = 0.05;
+        c->host = 1;
         c->shape = 1 + index % (BENCH_SHAPES - 1);
         double pick = unit(&s), bend = unit(&s);
         /* A curve needs room to bend: profiles whose line crosses the
@@ -589,6 +596,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     if (kind == BENCH_DETERMINISTIC) {
         c->wander = between(&s, 0.0002, 0.003);
         c->declared = 0.05;
+        c->host = 1;
         /* The minimum must pass the 5% threshold: a profile where it does
          * not has no answer under any strategy; take the suite's next one
          * of the same family. */

@@ -70,6 +70,7 @@ typedef struct bench_case {
     unsigned replay;       /* replayed: which measured table (0: default malloc, 1: mmap128k) */
     double wander;         /* the true relative trial-to-trial wander (uniform +-) */
     double declared;       /* the spread the search is told */
+    int host;              /* searched as host memory (the families under the host's 5%) */
     uint64_t budget;       /* bytes a trial may use */
     uint64_t cached_batch; /* stale cache: the remembered size, with cached_fit */
     batchfit_fit cached_fit;

@@ -60,6 +60,9 @@
  * where 16384 fits: the line through 1, 8, 256 and 1024 put 2048 at 427 MiB,
  * the program read 227). */
 #define PREDICT_AT_MOST 0.10
+/* How far above lo a coin toss on the host looks for memory that falls
+ * again before it stops (see propose). */
+#define LOOK_ABOVE 1.25
 
 typedef struct search {
     batchfit_ctx *ctx;
@@ -85,6 +88,7 @@ typedef struct search {
     unsigned wasted;    /* rejections inside the bracket that did not halve it */
     unsigned creeps;    /* consecutive fits before any rejection that did not double lo */
     int remembered;     /* the model's last look followed the remembered curve */
+    int toss;           /* and settled on a coin toss the declared prior makes */
     char why[200];      /* why the model settled: the result's stop_reason */
     int quiet;          /* the model's last look at the points found them quiet (the prior
                            refuted): its stops rest on their measured scatter */
@@ -1681,11 +1685,13 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
             if ((quiet && next_x - lo_x < TOSS_WORTH_A_TRIAL * lo_x) ||
                 predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x)) {
                 int64_t i = inside_wide_band(s, v, predicted);
-                if (i < 0)
+                if (i < 0) {
+                    s->toss = !quiet;
                     return settled(s, "the line through the measured peaks predicts %llu "
                                       "(not run) within their scatter of the acceptance "
                                       "threshold, where a re-run could go either way",
                                    next_size(s));
+                }
                 *next = i;
                 return 0;
             }
@@ -1861,6 +1867,7 @@ static int propose_model(search *s, int64_t *next)
     v.n = drop_below_fall(s, v.x, v.y, v.low, v.n, NULL);
     unsigned n = v.n;
     s->remembered = 0;
+    s->toss = 0;
 
     if (s->result->trial_count == 0) {
         *next = 0;
@@ -1911,6 +1918,12 @@ static int coarse_step_ahead(const search *s)
     double lo_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
     double next_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
     return next_x - lo_x > 1.0 && next_x - lo_x > PREDICT_AT_MOST * lo_x;
+}
+
+/* Whether the search ran on host memory (the advice differs there). */
+static int on_host(const batchfit_result *r)
+{
+    return r->device_spec && strcmp(r->device_spec, "host") == 0;
 }
 
 /* Returns 1 when the strategy has its answer, else sets *next. */
@@ -1964,6 +1977,29 @@ static int propose(search *s, int64_t *next)
     }
     if (propose_model(s, next) == 0)
         return 0;
+    /* On the host, a coin toss the declared prior makes (the points not
+     * quiet) before any rejection is not taken at once: LOOK_ABOVE times lo
+     * is run first. glibc's malloc keeps buffers under its dynamic mmap
+     * threshold (32 MiB at most) in the heap, resident, and maps larger ones,
+     * returning them at free: where a program's largest buffers cross it,
+     * its peak falls as the batch grows, and the same threshold's movement
+     * is what makes its peaks vary between runs. A PyTorch CPU CNN read
+     * 630.83 MiB at 57 and stopped there (the line predicting 58 inside the
+     * band) where 64 reads 520.57 MiB and 88 fits; bisection's power of two
+     * lands in that dip. A refusal there brackets the search and the coin
+     * toss stands; a pass moves lo past the fall. Quiet programs (C
+     * programs, a fixed mmap threshold) stop as they did. */
+    if (s->toss && !s->bracketed && !s->remembered && on_host(s->result)) {
+        double lo_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+        int64_t above = index_floor_of(s, LOOK_ABOVE * lo_x);
+        if (above < s->lo + 2)
+            above = s->lo + 2;
+        if (above < s->hi) {
+            s->why[0] = '\0';
+            *next = above;
+            return 0;
+        }
+    }
     if (!coarse_step_ahead(s))
         return 1;
     s->why[0] = '\0';
@@ -2077,12 +2113,6 @@ static int stop_reason(search *s)
     batchfit__log(s->ctx, BATCHFIT_LOG_INFO, "settled on %llu: %s",
                   (unsigned long long)r->batch_size, s->why);
     return batchfit__result_keep(s->result, &s->result->stop_reason, s->why);
-}
-
-/* Whether the search ran on host memory (the advice differs there). */
-static int on_host(const batchfit_result *r)
-{
-    return r->device_spec && strcmp(r->device_spec, "host") == 0;
 }
 
 static const char GLIBC_ADVICE[] =
