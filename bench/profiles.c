@@ -516,7 +516,7 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
         out->ooms = (unsigned)r->oom_trials;
         out->fit = r->fit;
         for (size_t i = 0; i < r->warning_count; i++)
-            if (strstr(r->warnings[i], "memory is not monotone in the batch"))
+            if (strstr(r->warnings[i], "memory falls as the batch grows"))
                 out->not_monotone = 1;
     }
     batchfit_result_free(r);

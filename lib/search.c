@@ -63,6 +63,7 @@
 /* How far above lo a coin toss on the host looks for memory that falls
  * again before it stops (see propose). */
 #define LOOK_ABOVE 1.25
+#define LOOK_AT_MOST 1.5
 
 typedef struct search {
     batchfit_ctx *ctx;
@@ -511,7 +512,9 @@ static unsigned drop_cold_start(const search *s, double *x, double *y, double *l
  * (their acceptances stand): read as scatter, the fall made the coin-toss
  * band some 80 MiB wide and the search stopped at the first size past it
  * (60, 64, 83 where bisection found 91, 96, 96). Returns the points kept;
- * *fell, when given, says where the last fall was (from_x 0: none). */
+ * *fell, when given, says where the last fall was (from_x 0: none). Falls
+ * wider than the declared spread allows are also what peaks wider than
+ * declared look like: the warning says both (warn_not_monotone). */
 typedef struct fall {
     double from_x, from_y; /* the smaller size and its lowest reading */
     double to_x, to_y;     /* the larger size that read below it, and its highest */
@@ -523,7 +526,12 @@ static unsigned drop_below_fall(const search *s, double *x, double *y, double *l
     double granule = granule_of(y, n);
     unsigned from = 0;
     fall f = {0.0, 0.0, 0.0, 0.0};
-    for (unsigned j = 1; j < n; j++) {
+    /* A fall ends at an accepted size: among the rejected sizes above lo
+     * (finished over the threshold) one reading below another is that
+     * rejection's business, and the curve up to lo is what the search
+     * stands on. */
+    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0.0;
+    for (unsigned j = 1; j < n && x[j] <= lo_x; j++) {
         double band = fmax(2.0 * s->spread, 0.01) * y[j] + (y[j] - low[j]) + granule;
         for (unsigned i = from; i < j; i++)
             if (low[i] - y[j] > band) {
@@ -1989,12 +1997,16 @@ static int propose(search *s, int64_t *next)
      * lands in that dip. A refusal there brackets the search and the coin
      * toss stands; a pass moves lo past the fall. Quiet programs (C
      * programs, a fixed mmap threshold) stop as they did. */
-    if (s->toss && !s->bracketed && !s->remembered && on_host(s->result)) {
+    if (s->toss && !s->bracketed && !s->remembered && on_host(s->result) &&
+        s->result->trial_count + 1 < s->opts->max_trials) {
         double lo_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
         int64_t above = index_floor_of(s, LOOK_ABOVE * lo_x);
         if (above < s->lo + 2)
             above = s->lo + 2;
-        if (above < s->hi) {
+        /* Not a leap: on a coarse lattice (powers of two) the size after
+         * lo + 1 is several times lo. */
+        if (above < s->hi &&
+            (double)batchfit__lattice_value(&s->lattice, (uint64_t)above) <= LOOK_AT_MOST * lo_x) {
             s->why[0] = '\0';
             *next = above;
             return 0;
@@ -2229,8 +2241,11 @@ static fall fall_under_answer(const search *s)
 
 /* The epoch's last batch is smaller than the answer, and so is a
  * recovery's micro-batch; above a fall, one of those sizes may need more
- * memory than the answer does. The answer stands (it ran and passed); the
- * warning says where the curve fell and what to do about it. */
+ * memory than the answer does. A fall that wide is also what peaks that
+ * vary more than declared look like (two draws of one line), and then a
+ * re-run of the answer may exceed the budget: the warning says both, with
+ * what to do about each (it replaces warn_wide_spread's for that pair).
+ * The answer stands (it ran and passed). */
 static int warn_not_monotone(search *s, const fall *f)
 {
     const batchfit_result *r = s->result;
@@ -2239,18 +2254,20 @@ static int warn_not_monotone(search *s, const fall *f)
     char high[32], fell[32];
     batchfit_format_bytes(f->from_y, high, sizeof high);
     batchfit_format_bytes(f->to_y, fell, sizeof fell);
+    double shown = (f->from_y - f->to_y) / (f->from_y + f->to_y);
     return batchfit__result_warn(
         s->ctx, s->result,
-        "memory is not monotone in the batch here: batch %llu peaked at %s and batch %llu, a "
-        "larger one, at %s (an allocator changing strategy, or peaks that vary more than the "
-        "declared spread of %.1f%%); the search fitted the sizes from %llu up. The sizes under "
-        "the answer were not all run, and a smaller batch (an epoch's last, or a recovery's "
-        "micro-batch) may need more memory than batch %llu: drop the last partial batch, or "
-        "probe with a maximum of %llu (--max, max_batch_size), the largest size measured "
-        "before the fall%s%s",
+        "batch %llu read %s, batch %llu (larger) %s: memory falls as the batch grows here (an "
+        "allocator changing strategy) or varies more than the declared %.1f%% (by %.1f%%). The "
+        "search fitted the sizes from %llu up. A smaller batch (an epoch's last) may need more "
+        "than batch %llu, and its re-run may exceed the budget: drop the last partial batch, "
+        "declare --peak-spread %.0f%%%s",
         (unsigned long long)f->from_x, high, (unsigned long long)f->to_x, fell,
-        100.0 * s->spread, (unsigned long long)f->to_x, (unsigned long long)r->batch_size,
-        (unsigned long long)f->from_x, on_host(r) ? "; " : "", on_host(r) ? GLIBC_ADVICE : "");
+        100.0 * s->spread, 100.0 * shown, (unsigned long long)f->to_x,
+        (unsigned long long)r->batch_size, ceil(100.0 * shown),
+        on_host(r) ? ", or run the probe and the training with MALLOC_MMAP_THRESHOLD_=131072 "
+                     "(glibc malloc's peaks then repeat)"
+                   : "");
 }
 
 /* The minimum finished under the budget but over the acceptance threshold,
