@@ -139,10 +139,11 @@ TEST(bench_families_first_refused_size_of_the_dip)
 
 /* Where the model's points show memory falling as the batch grows (the
  * default-malloc runs: 58 read 885 MiB, 60 read 801), the curve above the
- * fall is searched on its own points, and the answer says memory is not
- * monotone. Read as scatter, the fall stopped the search at the first size
+ * fall is searched on its own points, and the answer says memory falls
+ * there. Read as scatter, the fall stopped the search at the first size
  * past it: 60, 64, 83 where bisection (no trap there) found 91, 96, 96
- * (ratios 0.57-0.89 in the eight such cases of seeds 7 and 12345). Now
+ * (six of the eight such cases of seeds 7 and 12345 ended at 0.64-0.89 of
+ * bisection's answer, the other two at 0.92 and 0.98 as now). Now
  * each is within 10% of bisection's answer (a coin-toss stop under the
  * replayed runs' own 5-8% scatter ends 87 where bisection drew 95) and
  * within 2% on their mean (0.985). */
