@@ -533,12 +533,15 @@ static unsigned drop_below_fall(const search *s, double *x, double *y, double *l
     double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0.0;
     for (unsigned j = 1; j < n && x[j] <= lo_x; j++) {
         double band = fmax(2.0 * s->spread, 0.01) * y[j] + (y[j] - low[j]) + granule;
-        for (unsigned i = from; i < j; i++)
-            if (low[i] - y[j] > band) {
-                from = j;
-                f = (fall){x[i], low[i], x[j], y[j]};
-                break;
-            }
+        /* From the highest reading below it: the warning names the whole fall. */
+        unsigned top = from;
+        for (unsigned i = from + 1; i < j; i++)
+            if (low[i] > low[top])
+                top = i;
+        if (low[top] - y[j] > band) {
+            f = (fall){x[top], low[top], x[j], y[j]};
+            from = j;
+        }
     }
     if (fell)
         *fell = f;
@@ -1694,7 +1697,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
                 predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x)) {
                 int64_t i = inside_wide_band(s, v, predicted);
                 if (i < 0) {
-                    s->toss = !quiet;
+                    s->toss = !quiet || v->fit.max_residual_bytes > v->quiet_below;
                     return settled(s, "the line through the measured peaks predicts %llu "
                                       "(not run) within their scatter of the acceptance "
                                       "threshold, where a re-run could go either way",

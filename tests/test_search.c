@@ -1941,6 +1941,21 @@ TEST(search_model_fits_the_curve_above_a_fall_in_memory)
     r = search_curve(&line, 0.05, BATCHFIT_OK);
     CHECK(r && r->batch_size >= 63 && r->warning_count == 0);
     batchfit_result_free(r);
+    /* The warning names the whole fall, from the highest reading below it:
+     * a reviewer's C program (1.5 MiB a sample up to 200 samples, then a
+     * streaming algorithm at 0.2 MiB) on powers of two read 116.5 MiB at
+     * 64, 212.8 at 128 and 70.5 at 256, and was told of 64's reading (a
+     * spread of 24.6%). Here 20 MiB + 1.5 MiB a sample, 20 MiB + 0.2 MiB a
+     * sample past 200, under 260 MiB. */
+    curve_oracle drop = killed_program(20.0, 1.5, -300.0, 260.0, 0.0);
+    drop.jump_at = 201;
+    drop.level_from = 200;
+    drop.level_slope = 0.2 * 1048576.0;
+    r = search_on(&drop, BATCHFIT_STRATEGY_MODEL, BATCHFIT_LATTICE_POW2, 0.05, BATCHFIT_OK);
+    CHECK(r && r->warning_count == 1);
+    if (r && r->warning_count == 1)
+        CHECK_CONTAINS(r->warnings[0], "batch 128 read 212.00 MiB, batch 256 (larger) 31.20 MiB");
+    batchfit_result_free(r);
 }
 
 /* On the host, a coin toss the declared prior makes before any rejection
