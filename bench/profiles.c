@@ -524,6 +524,14 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
     return r || rc != BATCHFIT_E_NO_MEMORY ? 0 : -1;
 }
 
+/* A case searched as a host probe with the user's defaults: host memory,
+ * the host's 5% spread declared. */
+static void host_default(bench_case *c)
+{
+    c->declared = 0.05;
+    c->host = 1;
+}
+
 void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c)
 {
     *c = (bench_case){0};
@@ -533,8 +541,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     c->seed = bench_splitmix64(&s) % 1000000 + 1;
     if (kind == BENCH_REPLAYED) {
         c->replay = (unsigned)(bench_splitmix64(&s) % 2);
-        c->declared = 0.05;
-        c->host = 1;
+        host_default(c);
         double low = replay_peak(&replays[c->replay], 4, -1.0);
         double high = replay_peak(&replays[c->replay], 120, 0.0);
         c->budget = (uint64_t)between(&s, low, high);
@@ -547,8 +554,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     c->declared = c->profile.noise;
     if (kind == BENCH_SHAPED) {
         c->wander = between(&s, 0.0002, 0.003);
-        c->declared = 0.05;
-        c->host = 1;
+        host_default(c);
         c->shape = 1 + index % (BENCH_SHAPES - 1);
         double pick = unit(&s), bend = unit(&s);
         /* A curve needs room to bend: profiles whose line crosses the
@@ -595,8 +601,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
     }
     if (kind == BENCH_DETERMINISTIC) {
         c->wander = between(&s, 0.0002, 0.003);
-        c->declared = 0.05;
-        c->host = 1;
+        host_default(c);
         /* The minimum must pass the 5% threshold: a profile where it does
          * not has no answer under any strategy; take the suite's next one
          * of the same family. */

@@ -89,7 +89,7 @@ typedef struct search {
     unsigned wasted;    /* rejections inside the bracket that did not halve it */
     unsigned creeps;    /* consecutive fits before any rejection that did not double lo */
     int remembered;     /* the model's last look followed the remembered curve */
-    int toss;           /* and settled on a coin toss the declared prior makes */
+    int toss;           /* and settled on a coin toss that noisy points leave (see propose) */
     char why[200];      /* why the model settled: the result's stop_reason */
     int quiet;          /* the model's last look at the points found them quiet (the prior
                            refuted): its stops rest on their measured scatter */
@@ -551,6 +551,15 @@ static unsigned drop_below_fall(const search *s, double *x, double *y, double *l
     memmove(y, y + from, (n - from) * sizeof *y);
     memmove(low, low + from, (n - from) * sizeof *low);
     return n - from;
+}
+
+/* The points the model reads: the collected fitting readings, less a cold
+ * first trial and the points below the last fall; *fell (when given) says
+ * where that fall was. */
+static unsigned model_points(const search *s, double *x, double *y, double *low, fall *fell)
+{
+    unsigned n = drop_cold_start(s, x, y, low, collect_points(s, x, y, low));
+    return drop_below_fall(s, x, y, low, n, fell);
 }
 
 /* Where the line through (x0, y0) with the given slope reaches the aim.
@@ -1873,9 +1882,7 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
 static int propose_model(search *s, int64_t *next)
 {
     view v;
-    v.n = collect_points(s, v.x, v.y, v.low);
-    v.n = drop_cold_start(s, v.x, v.y, v.low, v.n);
-    v.n = drop_below_fall(s, v.x, v.y, v.low, v.n, NULL);
+    v.n = model_points(s, v.x, v.y, v.low, NULL);
     unsigned n = v.n;
     s->remembered = 0;
     s->toss = 0;
@@ -1988,8 +1995,9 @@ static int propose(search *s, int64_t *next)
     }
     if (propose_model(s, next) == 0)
         return 0;
-    /* On the host, a coin toss the declared prior makes (the points not
-     * quiet) before any rejection is not taken at once: LOOK_ABOVE times lo
+    /* On the host, a coin toss that noisy points leave (not quiet, or their
+     * line strays from them by more than the quiet cut: a quiet triple can
+     * hide the noise) before any rejection is not taken at once: LOOK_ABOVE times lo
      * is run first. glibc's malloc keeps buffers under its dynamic mmap
      * threshold (32 MiB at most) in the heap, resident, and maps larger ones,
      * returning them at free: where a program's largest buffers cross it,
@@ -2022,12 +2030,13 @@ static int propose(search *s, int64_t *next)
     return 0;
 }
 
-static void final_fit(const search *s, batchfit_fit *fit)
+/* The line through the model's points, and the last fall below them. */
+static fall final_fit(const search *s, batchfit_fit *fit)
 {
     double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
-    unsigned n = drop_cold_start(s, x, y, low, collect_points(s, x, y, low));
-    n = drop_below_fall(s, x, y, low, n, NULL);
-    batchfit__fit_line(x, y, n, fit);
+    fall f;
+    batchfit__fit_line(x, y, model_points(s, x, y, low, &f), fit);
+    return f;
 }
 
 static void search_init(search *s, batchfit_ctx *ctx, const batchfit_options *opts,
@@ -2130,9 +2139,12 @@ static int stop_reason(search *s)
     return batchfit__result_keep(s->result, &s->result->stop_reason, s->why);
 }
 
+/* The setting that makes glibc malloc's peaks repeat (bench/data). */
+#define FIXED_MMAP_THRESHOLD "MALLOC_MMAP_THRESHOLD_=131072"
+
 static const char GLIBC_ADVICE[] =
     "for a program on glibc malloc (PyTorch, NumPy on the CPU), run the probe and the training "
-    "with MALLOC_MMAP_THRESHOLD_=131072, which makes its peaks repeat";
+    "with " FIXED_MMAP_THRESHOLD ", which makes its peaks repeat";
 
 /* Peaks that disagree by more than the declared spread allows: a larger
  * size reading less than a smaller one, or one size run twice, apart by
@@ -2228,20 +2240,6 @@ static int warn_failure_under_threshold(search *s)
         (unsigned long long)r->batch_size);
 }
 
-/* Where the answer lies above a fall in memory (see drop_below_fall), the
- * fall (else from_x 0): a smaller size read more than a larger one, and
- * the sizes between them were not all run. */
-static fall fall_under_answer(const search *s)
-{
-    double x[MAX_POINTS], y[MAX_POINTS], low[MAX_POINTS];
-    fall f;
-    unsigned n = drop_cold_start(s, x, y, low, collect_points(s, x, y, low));
-    drop_below_fall(s, x, y, low, n, &f);
-    if ((double)s->result->batch_size < f.to_x)
-        f.from_x = 0.0;
-    return f;
-}
-
 /* The epoch's last batch is smaller than the answer, and so is a
  * recovery's micro-batch; above a fall, one of those sizes may need more
  * memory than the answer does. A fall that wide is also what peaks that
@@ -2268,8 +2266,8 @@ static int warn_not_monotone(search *s, const fall *f)
         (unsigned long long)f->from_x, high, (unsigned long long)f->to_x, fell,
         100.0 * s->spread, 100.0 * shown, (unsigned long long)f->to_x,
         (unsigned long long)r->batch_size, ceil(100.0 * shown),
-        on_host(r) ? ", or run the probe and the training with MALLOC_MMAP_THRESHOLD_=131072 "
-                     "(glibc malloc's peaks then repeat)"
+        on_host(r) ? ", or run the probe and the training with " FIXED_MMAP_THRESHOLD
+                     " (glibc malloc's peaks then repeat)"
                    : "");
 }
 
@@ -2323,7 +2321,7 @@ static int search_finish(search *s, int rc)
     batchfit_ctx *ctx = s->ctx;
     const batchfit_options *opts = s->opts;
     batchfit_result *result = s->result;
-    final_fit(s, &result->fit);
+    fall f = final_fit(s, &result->fit);
     if (s->hi < (int64_t)s->lattice.count)
         result->smallest_failure = batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
     if (rc)
@@ -2340,7 +2338,9 @@ static int search_finish(search *s, int rc)
                           (unsigned long long)opts->first_guess,
                           100.0 * (double)opts->first_guess / (double)result->batch_size,
                           (unsigned long long)result->batch_size);
-        fall f = fall_under_answer(s);
+        /* A fall above the answer (among sizes it never reached) is none of its business. */
+        if ((double)result->batch_size < f.to_x)
+            f.from_x = 0.0;
         int warned = warn_failure_under_threshold(s);
         if (!warned)
             warned = warn_not_monotone(s, &f);
