@@ -318,9 +318,17 @@ static int64_t index_floor_of(const search *s, double batch)
     return batchfit__lattice_index_floor(&s->lattice, (uint64_t)batch);
 }
 
+/* The number of lattice steps from lo to hi (lo >= -1, hi <= 2^63 - 1):
+ * as an unsigned count, since hi - lo itself overflows when the bound is
+ * the largest batch size allowed and nothing has fitted yet. */
+static uint64_t span(int64_t lo, int64_t hi)
+{
+    return (uint64_t)hi - (uint64_t)lo;
+}
+
 static int64_t propose_bisect(const search *s)
 {
-    return s->lo + (s->hi - s->lo) / 2;
+    return s->lo + (int64_t)(span(s->lo, s->hi) / 2);
 }
 
 /* Doubling from the last fitting size while nothing has failed; bisection
@@ -2065,7 +2073,7 @@ static void search_init(search *s, batchfit_ctx *ctx, const batchfit_options *op
  * before_hi): after one trial, or after a round of them. */
 static void after_moves(search *s, int64_t before_lo, int64_t before_hi)
 {
-    int64_t width_before = before_hi - before_lo;
+    uint64_t width_before = span(before_lo, before_hi);
     s->misses = s->lo == before_lo ? s->misses + 1 : 0;
     /* Before the first rejection, a fit that did not double the size
      * is a creep toward a boundary the model cannot place. */
@@ -2078,12 +2086,12 @@ static void after_moves(search *s, int64_t before_lo, int64_t before_hi)
     }
     /* A rejection inside the bracket that did not halve it spends
      * slack (see MAX_WASTED). */
-    if (s->bracketed && s->lo == before_lo && 2 * (s->hi - s->lo) > width_before)
+    if (s->bracketed && s->lo == before_lo && span(s->lo, s->hi) > width_before / 2)
         s->wasted++;
-    else if (s->bracketed && s->wasted >= MAX_WASTED && 2 * (s->hi - s->lo) <= width_before)
+    else if (s->bracketed && s->wasted >= MAX_WASTED && span(s->lo, s->hi) <= width_before / 2)
         s->wasted = MAX_WASTED - 1;
     if (s->bracketed) {
-        int halved = 2 * (s->hi - s->lo) <= width_before;
+        int halved = span(s->lo, s->hi) <= width_before / 2;
         s->lo_step = s->lo > before_lo && !halved ? s->lo - before_lo : 0;
         s->hi_step = s->hi < before_hi && !halved ? before_hi - s->hi : 0;
         s->lo_streak = s->lo_step ? s->lo_streak + 1 : 0;
@@ -2401,7 +2409,7 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
 
     int rc = BATCHFIT_OK;
     unsigned trials = 0;
-    while (s.hi - s.lo > 1) {
+    while (span(s.lo, s.hi) > 1) {
         int64_t next;
         if (propose(&s, &next))
             break;
@@ -2474,7 +2482,7 @@ static unsigned propose_round(search *s, unsigned k, int64_t *props)
             for (unsigned j = 0; j < n; j++)
                 if (props[j] > a && props[j] < b)
                     b = props[j];
-            if (b - a >= 2) {
+            if (span(a, b) >= 2) {
                 double va = (double)batchfit__lattice_value(&s->lattice, (uint64_t)(a < 0 ? 0 : a));
                 double vb = (double)batchfit__lattice_value(
                     &s->lattice, (uint64_t)(b >= (int64_t)s->lattice.count ? b - 1 : b));
@@ -2523,7 +2531,7 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
     int64_t props[MAX_ROUND];
     uint64_t batches[MAX_ROUND];
     batchfit_trial ts[MAX_ROUND];
-    while (s.hi - s.lo > 1) {
+    while (span(s.lo, s.hi) > 1) {
         unsigned n = propose_round(&s, k, props);
         if (n == 0)
             break;

@@ -1101,6 +1101,48 @@ static int search_parallel_in(batchfit_options *o, unsigned k, round_oracle *ro,
     return rc;
 }
 
+/* The largest bound the options allow, 2^63 - 1 (a reviewer's --max
+ * 9223372036854775807): the lattice's last index is then INT64_MAX, and
+ * the bracket's width from "nothing fits yet" (-1) to it does not fit in
+ * 64 signed bits. Read as a signed difference it wrapped, no trial ran and
+ * the probe ended "no batch size fitted within the limit of 40 trials".
+ * Every strategy, one device or several, finds what a bound one smaller
+ * finds. */
+TEST(search_the_largest_bound_allowed)
+{
+    static const batchfit_strategy all[] = {BATCHFIT_STRATEGY_MODEL, BATCHFIT_STRATEGY_BISECT,
+                                            BATCHFIT_STRATEGY_BINSEARCH};
+    for (size_t s = 0; s < 3; s++)
+        for (unsigned k = 1; k <= 2; k++) {
+            uint64_t found[2] = {0, 0};
+            size_t trials[2] = {0, 0};
+            for (int smaller = 0; smaller < 2; smaller++) {
+                batchfit_options o;
+                batchfit_options_init(&o);
+                o.strategy = all[s];
+                o.requested_max = (uint64_t)INT64_MAX - (uint64_t)smaller;
+                o.max_trials = 200;
+                curve_oracle c = {0};
+                c.fixed = 1e9;
+                c.per_sample = 3e6;
+                c.capacity = c.fixed + c.per_sample * 872.0 + 1e5;
+                round_oracle ro = {0};
+                ro.curve = &c;
+                batchfit_result *r = NULL;
+                CHECK_EQ(search_parallel_in(&o, k, &ro, &r), BATCHFIT_OK);
+                if (r) {
+                    CHECK_EQ(r->upper_bound, o.requested_max);
+                    found[smaller] = r->batch_size;
+                    trials[smaller] = r->trial_count;
+                }
+                batchfit_result_free(r);
+            }
+            CHECK_EQ(found[0], 872);
+            CHECK_EQ(found[1], 872);
+            CHECK(trials[0] > 0 && trials[0] <= trials[1] + 1);
+        }
+}
+
 TEST(search_parallel_finds_what_one_device_finds_in_fewer_rounds)
 {
     static const batchfit_strategy exact[] = {BATCHFIT_STRATEGY_MODEL, BATCHFIT_STRATEGY_BISECT,
