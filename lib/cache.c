@@ -230,7 +230,11 @@ static int read_fit(const char *value, batchfit_fit *fit)
 static int load_entry(const char *dir, const char *key, batchfit_cache_entry *e, char *err,
                       size_t err_len)
 {
-    if (!dir || !key || !e || !valid_key(key)) {
+    if (!dir || !e) {
+        batchfit__errf(err, err_len, "cache load: no %s given", !dir ? "directory" : "entry");
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    }
+    if (!key || !valid_key(key)) {
         batchfit__errf(err, err_len,
                        "cache: invalid key \"%.64s%s\" (a key is 32 hex digits; see batchfit cache "
                        "list)",

@@ -49,6 +49,11 @@ TEST(cache_store_load_list_clear)
     CHECK_EQ(batchfit_cache_load(ctx, dir, "../../etc/passwd", &got),
              BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "invalid key");
+    /* A missing directory is named as such, not blamed on a valid key. */
+    CHECK_EQ(batchfit_cache_load(ctx, NULL, e.key, &got), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "cache load: no directory given");
+    CHECK_EQ(batchfit_cache_load(ctx, dir, e.key, NULL), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "cache load: no entry given");
     size_t n = 0;
     CHECK_EQ(batchfit_cache_clear(ctx, dir, &n), BATCHFIT_OK);
     CHECK_EQ(n, 2);
