@@ -276,9 +276,12 @@ def limit_cuda_memory(gb: Union[float, str, None]) -> int:
 def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Options) -> None:
     if margin is None:
         return
+    if isinstance(margin, float) and margin >= 1.0 and margin.is_integer():
+        margin = int(margin)  # 1.5e9: a whole number of bytes, as parse_size reads it
     if isinstance(margin, float):
         if not 0.0 <= margin < 1.0:
-            raise error_for(1, f"margin: a fraction must be in [0, 1), got {margin}")
+            raise error_for(1, f"margin: a fraction must be in [0, 1) and a size a whole "
+                               f"number of bytes, got {margin}")
         opts.margin_fraction, opts.margin_bytes = margin, 0
     elif isinstance(margin, str) and margin.strip().endswith("%"):
         frac = c_double()
@@ -663,14 +666,20 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     warning, where no device is usable) or ``"error"`` (``NoDevice``); by default the fallback
     for ``device="auto"`` and the error for a device named explicitly. Library errors raise
     ``batchfit.BatchfitError`` subclasses (``MinimumDoesNotFit``, ``InvalidArgument``, ...)
-    carrying the result."""
+    carrying the result. ``cache=True`` remembers the answer (in ``cache_dir``, else the CLI's
+    directory) under ``cache_key``, or ``name``, with the device and every setting: a step in
+    this process has no command line to tell its model apart, so without either the cache stays
+    off, with a warning."""
     if not callable(step_factory):
         raise error_for(1, "step_factory: expected a callable that returns a step")
     call = _StepCall(step_factory)
     keep = _Keep()
     if no_device is None:
         no_device = "fallback" if device == "auto" else "error"
-    label = name if name is not None else getattr(step_factory, "__qualname__", None)
+    # The name is what the cache knows an in-process model by (with no cache_key): only a name
+    # the caller gave. A factory's __qualname__ ("<lambda>", "Step") is the same for different
+    # models, and one model's remembered answer became another's hint.
+    label = name
     # Outermost: a Ctrl-C outside the user's code waits until the probe lock is released and
     # the library's objects are freed (one landing in the lock's release left it held, and every
     # later probe hung).
@@ -737,7 +746,6 @@ def probe_batch_size(run_batch: Callable[[int], Any], **kwargs: Any) -> Result:
     ``measure_batch_size``'s."""
     if not callable(run_batch):
         raise error_for(1, "run_batch: expected a callable taking the batch size")
-    kwargs.setdefault("name", getattr(run_batch, "__qualname__", None))
     return measure_batch_size(lambda: _CallableStep(run_batch), **kwargs)
 
 

@@ -309,6 +309,14 @@ def test_sizes_and_margins_say_what_they_mean():
     assert result.batch_size == 90
     with pytest.raises(batchfit.InvalidArgument, match="5 bytes.*0.05"):
         probe(lambda: LinearStep(), margin=5)
+    # So is a whole float margin (it was read as a fraction and refused): 150 MiB less 60 MiB
+    # leaves 90 MiB, 10 + b MiB.
+    for margin in (60 * MIB, 60.0 * MIB):
+        assert probe(lambda: LinearStep(), memory_budget="150MiB", margin=margin).batch_size == 80
+    with pytest.raises(batchfit.InvalidArgument, match="5 bytes.*0.05"):
+        probe(lambda: LinearStep(), margin=5.0)
+    with pytest.raises(batchfit.InvalidArgument, match="whole number of bytes, got 1.5"):
+        probe(lambda: LinearStep(), margin=1.5)
 
 
 @pytest.mark.parametrize("hp, expected", [
@@ -478,6 +486,31 @@ def test_plot_draws_every_kind_of_trial(tmp_path):
     for i, t in enumerate(result.trials, 1):
         assert f"trial {i}: batch {t.batch} " in svg
     assert "out of memory" in svg and "MiB" in svg
+
+
+def test_the_cache_tells_models_apart_only_by_what_the_caller_names(tmp_path):
+    # Two models built by lambdas: their factories' __qualname__ is "<lambda>" for both, which
+    # named the step, and the second probe started from the first's remembered answer.
+    small = lambda: LinearStep(per_sample=MIB, limit=10**12)  # noqa: E731
+    large = lambda: LinearStep(per_sample=10 * MIB, limit=10**12)  # noqa: E731
+    kw = dict(cache=True, cache_dir=str(tmp_path), memory_budget="150MiB")
+    for factory in (small, large):
+        result = probe(factory, **kw)
+        assert any("cache off" in w and "cache_key" in w for w in result.warnings)
+        assert not result.data["cache"]["hit"]
+    assert list(tmp_path.iterdir()) == []
+    first = {}
+    for key, factory, answer in (("small", small, 140), ("large", large, 14)):
+        first[key] = probe(factory, cache_key=key, **kw)
+        assert first[key].batch_size == answer and not first[key].data["cache"]["hit"]
+    for key, factory, answer in (("small", small, 140), ("large", large, 14)):
+        again = probe(factory, cache_key=key, **kw)
+        assert again.batch_size == answer
+        assert again.data["cache"]["hit"] and again.data["cache"]["remembered_batch_size"] == answer
+        assert len(again.trials) < len(first[key].trials)
+    # A name the caller gives is a key too.
+    probe(small, name="small-model", **kw)
+    assert probe(small, name="small-model", **kw).data["cache"]["hit"]
 
 
 def test_plot_of_a_failed_probe_and_odd_text(tmp_path):
