@@ -74,17 +74,6 @@ static const oom_row builtin_rows[] = {
     {"generic out-of-memory message", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
 };
 
-/* Lines a row matches that are advice about the failure, not the failure:
- * "set PYTORCH_CUDA_ALLOC_CONF=... to avoid out of memory errors" in a log
- * is none. Keyed by the row's source. */
-static const oom_row builtin_advice[] = {
-    {"generic out-of-memory message",
-     "([Aa]void|[Pp]revent|[Rr]educ|[Mm]itigat|[Hh]andl)(e|es|ed|ing)?( [A-Za-z-]+)? [Oo]ut of "
-     "memory",
-     "INFO: tip: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid out of memory "
-     "errors"},
-};
-
 /* Rows whose failure is in an accelerator's memory: the bytes their
  * message says were asked for are device bytes, not the host's; and rows
  * whose failure is in the host's, whose bytes are not a GPU's. */
@@ -123,8 +112,6 @@ int batchfit__oom_on_host(const char *source)
 struct batchfit__oom_table_s {
     batchfit_ctx *ctx;
     regex_t compiled[BUILTIN_COUNT + USER_MAX];
-    regex_t unless[BUILTIN_COUNT];
-    int has_unless[BUILTIN_COUNT];
     char sources[BUILTIN_COUNT + USER_MAX][96];
     size_t count;
 };
@@ -148,9 +135,6 @@ void batchfit__oom_table_free(batchfit__oom_table *table)
         return;
     for (size_t i = 0; i < table->count; i++)
         regfree(&table->compiled[i]);
-    for (size_t i = 0; i < BUILTIN_COUNT; i++)
-        if (table->has_unless[i])
-            regfree(&table->unless[i]);
     batchfit__free(&table->ctx->allocator, table);
 }
 
@@ -164,7 +148,9 @@ int batchfit__oom_table_create(batchfit_ctx *ctx, batchfit__oom_table **out)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating the OOM table");
     t->ctx = ctx;
     for (size_t i = 0; i < BUILTIN_COUNT; i++) {
-        if (regcomp(&t->compiled[i], builtin_rows[i].pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+        /* Without REG_NOSUB: where the match lies decides whether it is one
+         * (names_without_reporting). */
+        if (regcomp(&t->compiled[i], builtin_rows[i].pattern, REG_EXTENDED) != 0) {
             batchfit__oom_table_free(t);
             return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY,
                                   "could not compile the built-in OOM pattern \"%s\"",
@@ -172,17 +158,6 @@ int batchfit__oom_table_create(batchfit_ctx *ctx, batchfit__oom_table **out)
         }
         snprintf(t->sources[i], sizeof t->sources[i], "%s", builtin_rows[i].source);
         t->count++;
-        for (size_t a = 0; a < sizeof builtin_advice / sizeof builtin_advice[0]; a++) {
-            if (strcmp(builtin_advice[a].source, builtin_rows[i].source) != 0)
-                continue;
-            if (regcomp(&t->unless[i], builtin_advice[a].pattern, REG_EXTENDED | REG_NOSUB) != 0) {
-                batchfit__oom_table_free(t);
-                return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY,
-                                      "could not compile the built-in OOM pattern \"%s\"",
-                                      builtin_advice[a].pattern);
-            }
-            t->has_unless[i] = 1;
-        }
     }
     *out = t;
     return BATCHFIT_OK;
@@ -231,15 +206,94 @@ static int names_a_builtin_word(const char *line)
     return 0;
 }
 
+/* Whether word (len bytes) is one of words, in any case. */
+static int one_of(const char *word, size_t len, const char *const *words, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strlen(words[i]) == len && strncasecmp(word, words[i], len) == 0)
+            return 1;
+    return 0;
+}
+
+static int word_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '\'' || c == '/';
+}
+
+/* Words that, among the four before a built-in row's match in its clause
+ * (back to punctuation that is not part of a word), make the line one that
+ * names the failure without reporting it: a negation ("Epoch 1: no out of
+ * memory errors so far"), or advice, with the stems' usual endings ("set
+ * PYTORCH_CUDA_ALLOC_CONF to avoid fragmentation and out of memory"). */
+static const char *const negations[] = {"no", "not", "never", "without", "zero"};
+static const char *const advice_stems[] = {"avoid", "prevent", "reduc", "mitigat", "handl"};
+static const char *const advice_endings[] = {"", "e", "es", "ed", "ing", "s"};
+/* Values after the match's colon or equals sign that say nothing failed
+ * ("Checked for MemoryError: none", "malloc failed: 0 times"). */
+static const char *const nothing[] = {"none", "0", "false", "no", "never", "n/a", "nil", "null"};
+
+static int advice_word(const char *word, size_t len)
+{
+    for (size_t i = 0; i < sizeof advice_stems / sizeof advice_stems[0]; i++) {
+        size_t stem = strlen(advice_stems[i]);
+        if (len >= stem && strncasecmp(word, advice_stems[i], stem) == 0 &&
+            one_of(word + stem, len - stem, advice_endings,
+                   sizeof advice_endings / sizeof advice_endings[0]))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the built-in match [so, eo) of line only names an out-of-memory
+ * failure: preceded in its clause by a negation or advice, part of a
+ * compound ("std::bad_alloc-safe allocator"), or followed by a value that
+ * says none happened. */
+static int names_without_reporting(const char *line, size_t so, size_t eo)
+{
+    size_t at = so;
+    for (unsigned words = 0; words < 4;) {
+        while (at > 0 && (line[at - 1] == ' ' || line[at - 1] == '\t'))
+            at--;
+        size_t end = at;
+        while (at > 0 && word_char(line[at - 1]))
+            at--;
+        if (at == end)
+            break;
+        if (one_of(line + at, end - at, negations, sizeof negations / sizeof negations[0]) ||
+            advice_word(line + at, end - at))
+            return 1;
+        words++;
+    }
+    const char *p = line + eo;
+    if (p[0] == '-' && isalnum((unsigned char)p[1]))
+        return 1;
+    int separated = eo > so && (line[eo - 1] == ':' || line[eo - 1] == '=');
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!separated && (*p == ':' || *p == '=')) {
+        separated = 1;
+        for (p++; *p == ' ' || *p == '\t'; p++)
+            ;
+    }
+    size_t len = 0;
+    while (p[len] && (isalnum((unsigned char)p[len]) || p[len] == '/'))
+        len++;
+    return (separated || (len == 1 && p[0] == '0')) &&
+           one_of(p, len, nothing, sizeof nothing / sizeof nothing[0]);
+}
+
 const char *batchfit__oom_match(const batchfit__oom_table *table, const char *line)
 {
     if (!table || !line)
         return NULL;
     size_t first = names_a_builtin_word(line) ? 0 : BUILTIN_COUNT;
-    for (size_t i = first; i < table->count; i++)
-        if (regexec(&table->compiled[i], line, 0, NULL, 0) == 0 &&
-            !(i < BUILTIN_COUNT && table->has_unless[i] &&
-              regexec(&table->unless[i], line, 0, NULL, 0) == 0))
-            return table->sources[i];
+    for (size_t i = first; i < table->count; i++) {
+        regmatch_t m[1];
+        if (regexec(&table->compiled[i], line, 1, m, 0) != 0)
+            continue;
+        if (i < BUILTIN_COUNT && names_without_reporting(line, (size_t)m[0].rm_so, (size_t)m[0].rm_eo))
+            continue;
+        return table->sources[i];
+    }
     return NULL;
 }

@@ -65,6 +65,17 @@ TEST(oom_every_builtin_row_matches_its_example)
         {"dataloader: realloc failed at 12 MiB", "C allocation failure (malloc failed)"},
         {"memory allocation of 24 bytes failed", "Rust allocation failure"},
         {"vkAllocateMemory: VK_ERROR_OUT_OF_HOST_MEMORY", "out of host memory"},
+        /* Words before the name that are neither negation nor advice, a
+         * count that is not zero, a value that is not none. */
+        {"GPU 0 out of memory while loading the checkpoint", "generic out-of-memory message"},
+        {"worker 3 ran out of memory at step 1200", "generic out-of-memory message"},
+        {"unhandled out of memory error in the data loader", "generic out-of-memory message"},
+        {"fatal: malloc failed: out of memory", "C allocation failure (malloc failed)"},
+        {"malloc failed 3 times, giving up", "C allocation failure (malloc failed)"},
+        {"caught MemoryError: Unable to allocate 2.00 GiB, retrying with 16",
+         "Python MemoryError"},
+        {"terminate called after throwing an instance of 'std::bad_alloc'",
+         "C++ allocation failure"},
     };
     for (size_t i = 0; i < sizeof phrasings / sizeof phrasings[0]; i++)
         CHECK_STR(batchfit__oom_match(t, phrasings[i][0]), phrasings[i][1]);
@@ -88,6 +99,17 @@ TEST(oom_ordinary_lines_do_not_match)
          "errors"),
         "hint: reduce the batch size to prevent out of memory crashes",
         "tip: reducing out of memory errors with activation checkpointing",
+        /* A negation or advice a few words before the name, a compound, a
+         * count or value of none after it (a reviewer's trainer logs: each
+         * made a successful trial read as out of memory). */
+        "Epoch 1: no out of memory errors so far",
+        "INFO: set PYTORCH_CUDA_ALLOC_CONF to avoid fragmentation and out of memory",
+        "finished without any out of memory errors",
+        "Using std::bad_alloc-safe allocator",
+        "Checked for MemoryError: none",
+        "malloc failed: 0 times",
+        "malloc failed 0 times",
+        "stats: out of memory = 0, retries = 3",
         /* Lines that mention memory or allocation without one failing. */
         "memory allocation: 2.1 GiB reserved for the KV cache",
         "Memory allocated: 5.2 GiB, max allocated: 6.0 GiB",
