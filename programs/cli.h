@@ -26,9 +26,6 @@ int cli_info(int argc, char **argv);
 int cli_estimate(int argc, char **argv);
 int cli_cache(int argc, char **argv);
 int cli_plot(int argc, char **argv);
-/* plot.c: writes the result's SVG to path ("-": stdout); 0, or -1 with the
- * message printed. */
-int plot_write(batchfit_ctx *ctx, const batchfit_result *result, const char *path);
 
 
 /* A JSON writer over a FILE: it places commas and escapes strings. */

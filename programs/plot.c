@@ -1,6 +1,6 @@
 /* batchfit plot RESULT.json [-o FILE.svg]: draws a probe's --export-json
- * file as the library's SVG picture; and the writer that batchfit probe
- * --plot uses. */
+ * file as the library's SVG picture (batchfit probe --plot writes its own
+ * through probe_export.c). */
 #include "cli.h"
 
 #include <errno.h>
@@ -9,7 +9,9 @@
 
 #define MAX_JSON (64u << 20)
 
-int plot_write(batchfit_ctx *ctx, const batchfit_result *result, const char *path)
+/* Writes the result's SVG to path ("-": stdout); 0, or -1 with the
+ * message printed. */
+static int plot_write(batchfit_ctx *ctx, const batchfit_result *result, const char *path)
 {
     const char *svg = NULL;
     if (batchfit_result_svg(ctx, result, &svg) != BATCHFIT_OK) {

@@ -217,6 +217,7 @@ static int run(session *s)
         if (probe_mpi_rank(s->mpi) != 0) {
             c->style = STYLE_NONE;
             c->export_json = NULL;
+            c->plot_path = NULL;
         }
         if (!c->device_spec) {
             choose_rank_device(s, rank_device, sizeof rank_device);
@@ -234,13 +235,34 @@ static int run(session *s)
         c->device_spec = "auto";
     int exit_code = -1;
     /* The export target first, so every later refusal is reported there. */
-    if (c->export_json && probe_export_prepare(&s->export, c->export_json) != 0) {
+    if (c->export_json && probe_export_prepare(&s->export, "--export-json", c->export_json) != 0) {
         /* Said already; the other ranks of a job still learn of it. */
         s->export.path = NULL;
         if (s->mpi)
             batchfit_result_failed(s->ctx, BATCHFIT_E_INVALID_ARGUMENT,
                                    "--export-json cannot be written", &s->result);
         exit_code = EXIT_USAGE;
+    }
+    /* The picture's file too, before any trial: a probe is not run for an
+     * answer whose picture cannot be written, nor for two outputs that
+     * would overwrite each other (stdout holding JSON and SVG parses as
+     * neither). */
+    const char *plot_refused = NULL;
+    if (exit_code < 0 && c->plot_path) {
+        if (probe_export_prepare(&s->plot, "--plot", c->plot_path) != 0) {
+            plot_refused = "--plot cannot be written";
+        } else if (probe_export_same(&s->export, &s->plot)) {
+            fprintf(stderr, "batchfit probe: --export-json %s and --plot %s name the same %s: "
+                            "one would overwrite the other\n",
+                    c->export_json, c->plot_path,
+                    s->plot.kind == EXPORT_STDOUT ? "output (stdout)" : "file");
+            plot_refused = "--export-json and --plot name the same file";
+        }
+        if (plot_refused) {
+            s->plot.path = NULL;
+            batchfit_result_failed(s->ctx, BATCHFIT_E_INVALID_ARGUMENT, plot_refused, &s->result);
+            exit_code = EXIT_USAGE;
+        }
     }
     handle_signals();
     if (exit_code < 0)
@@ -284,12 +306,15 @@ static int run(session *s)
      * the search) still ends batchfit as that signal, and the JSON says so. */
     if (stopped_by_signal(s, &exit_code))
         fprintf(stderr, "batchfit probe: interrupted\n");
-    if (probe_export_json(s, 1) != 0 && exit_code == EXIT_FOUND)
+    /* An answer whose JSON or picture could not be written is still
+     * printed (exit 6 says what was lost): the trials that found it are not
+     * run again for a full disk. */
+    int found = exit_code == EXIT_FOUND;
+    if (probe_export_json(s, 1) != 0 && found)
         exit_code = EXIT_EXPORT_FAILED;
-    if (c->plot_path && s->result && probe_mpi_rank(s->mpi) == 0 &&
-        plot_write(s->ctx, s->result, c->plot_path) != 0 && exit_code == EXIT_FOUND)
+    if (probe_export_svg(s) != 0 && found)
         exit_code = EXIT_EXPORT_FAILED;
-    if (exit_code == EXIT_FOUND && probe_mpi_rank(s->mpi) == 0) {
+    if (found && probe_mpi_rank(s->mpi) == 0) {
         probe_print_summary(s);
         if (s->mpi)
             probe_print_agreement(s);
@@ -326,7 +351,7 @@ int cli_probe(int argc, char **argv)
         /* A refused option: the JSON asked for says so too, unless its
          * own target is what is wrong. */
         const char *path = probe_find_export(argc, argv);
-        if (path && probe_export_prepare(&s.export, path) == 0 &&
+        if (path && probe_export_prepare(&s.export, "--export-json", path) == 0 &&
             batchfit_result_failed(s.ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal,
                                    &s.result) == BATCHFIT_OK)
             probe_export_json(&s, 1);

@@ -46,6 +46,7 @@ typedef enum export_kind {
 } export_kind;
 
 typedef struct export_target {
+    const char *flag;       /* the option that named it, for messages */
     const char *path;       /* as given; NULL: no export */
     export_kind kind;
     char resolved[4096];    /* EXPORT_REPLACE: the file to replace (links followed) */
@@ -62,6 +63,7 @@ typedef struct session {
     batchfit_device *device;
     batchfit_result *result;
     export_target export;
+    export_target plot;      /* --plot's SVG, written as --export-json's file is, at the end */
     int preamble_printed;
 } session;
 
@@ -104,11 +106,15 @@ void probe_print_agreement(const session *s);
 /* Set by the signal handler: the signal that asked batchfit to stop. */
 extern volatile sig_atomic_t probe_interrupted;
 
-/* probe_export.c: decides how path is written and checks, without
- * creating or opening it, that it can be (0, or -1 with the message
- * printed); then writes the result's JSON: after every trial where that is
- * safe, and at the end (0, or -1 with the message printed). */
-int probe_export_prepare(export_target *t, const char *path);
+/* probe_export.c: decides how path (given with flag) is written and
+ * checks, without creating or opening it, that it can be (0, or -1 with
+ * the message printed); whether two targets are one file or both stdout;
+ * then writes the result's JSON: after every trial where that is safe, and
+ * at the end; and its SVG picture, at the end (0, or -1 with the message
+ * printed). */
+int probe_export_prepare(export_target *t, const char *flag, const char *path);
+int probe_export_same(const export_target *a, const export_target *b);
 int probe_export_json(const session *s, int final);
+int probe_export_svg(const session *s);
 
 #endif

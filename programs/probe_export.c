@@ -1,4 +1,4 @@
-/* --export-json: the library's JSON of the result.
+/* --export-json: the library's JSON of the result; and --plot's SVG.
  *
  * Where it goes decides how it is written. A regular file (or a missing
  * one) is rewritten whole after every trial through a temporary file
@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fail(const char *path, const char *what, int err)
+static int fail(const export_target *t, const char *what, int err)
 {
-    fprintf(stderr, "batchfit probe: --export-json %s: %s%s%s\n", path, what, err ? ": " : "",
+    fprintf(stderr, "batchfit probe: %s %s: %s%s%s\n", t->flag, t->path, what, err ? ": " : "",
             err ? strerror(err) : "");
     return -1;
 }
@@ -58,47 +58,48 @@ static int new_file_path(const char *path, char *out, size_t len)
     return -1;
 }
 
-int probe_export_prepare(export_target *t, const char *path)
+int probe_export_prepare(export_target *t, const char *flag, const char *path)
 {
     memset(t, 0, sizeof *t);
+    t->flag = flag;
     t->path = path;
     if (strcmp(path, "-") == 0) {
         t->kind = EXPORT_STDOUT;
         return 0;
     }
     if (!path[0])
-        return fail(path, "an empty path names no file", 0);
+        return fail(t, "an empty path names no file", 0);
     struct stat st;
     if (stat(path, &st) != 0) {
         if (errno != ENOENT)
-            return fail(path, "cannot use it", errno);
+            return fail(t, "cannot use it", errno);
         /* A new file, or the file a dangling link names: its directory
          * must take a new entry. */
         if (new_file_path(path, t->resolved, sizeof t->resolved) != 0)
-            return fail(path, "the path is too long", 0);
+            return fail(t, "the path is too long", 0);
         char copy[PATH_MAX];
         strcpy(copy, t->resolved);
         if (access(dirname(copy), W_OK | X_OK) != 0)
-            return fail(path, "cannot create it", errno);
+            return fail(t, "cannot create it", errno);
         t->kind = EXPORT_REPLACE;
         t->mode = 0644;
         return 0;
     }
     if (S_ISDIR(st.st_mode))
-        return fail(path, "cannot write it", EISDIR);
+        return fail(t, "cannot write it", EISDIR);
     if (access(path, W_OK) != 0)
-        return fail(path, "cannot write it", errno);
+        return fail(t, "cannot write it", errno);
     if (!S_ISREG(st.st_mode)) {
         t->kind = EXPORT_IN_PLACE;
         return 0;
     }
     /* Replace the file a link names, not the link. */
     if (!realpath(path, t->resolved))
-        return fail(path, "cannot resolve it", errno);
+        return fail(t, "cannot resolve it", errno);
     char copy[PATH_MAX];
     strcpy(copy, t->resolved);
     if (access(dirname(copy), W_OK | X_OK) != 0)
-        return fail(path, "cannot replace it (its directory is not writable)", errno);
+        return fail(t, "cannot replace it (its directory is not writable)", errno);
     t->kind = EXPORT_REPLACE;
     t->mode = st.st_mode & 07777;
     return 0;
@@ -119,18 +120,18 @@ static int write_all(int fd, const char *text)
     return 0;
 }
 
-static int replace(const export_target *t, const char *json)
+static int replace(const export_target *t, const char *text)
 {
     char tmp[PATH_MAX + 32];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", t->resolved, (long)getpid()) >=
         sizeof tmp)
-        return fail(t->path, "the path is too long", 0);
+        return fail(t, "the path is too long", 0);
     unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, t->mode);
     if (fd < 0)
-        return fail(t->path, "cannot write it", errno);
+        return fail(t, "cannot write it", errno);
     int err = 0;
-    if (write_all(fd, json) != 0 || fsync(fd) != 0)
+    if (write_all(fd, text) != 0 || fsync(fd) != 0)
         err = errno ? errno : EIO;
     if (close(fd) != 0 && !err)
         err = errno;
@@ -138,26 +139,70 @@ static int replace(const export_target *t, const char *json)
         err = errno;
     if (err) {
         unlink(tmp);
-        return fail(t->path, "cannot write it", err);
+        return fail(t, "cannot write it", err);
     }
     return 0;
 }
 
-static int in_place(const export_target *t, const char *json)
+static int in_place(const export_target *t, const char *text)
 {
     /* A FIFO waits for its reader, as a shell's redirection would; but once
      * batchfit has been told to stop, only a reader already there gets the
      * document, so a signal never leaves batchfit waiting. */
     int fd = open(t->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (probe_interrupted ? O_NONBLOCK : 0));
     if (fd < 0)
-        return fail(t->path, errno == ENXIO ? "no reader (not written)" : "cannot write it",
+        return fail(t, errno == ENXIO ? "no reader (not written)" : "cannot write it",
                     errno == ENXIO ? 0 : errno);
     if (probe_interrupted)
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    int err = write_all(fd, json) != 0 ? errno : 0;
+    int err = write_all(fd, text) != 0 ? errno : 0;
     if (close(fd) != 0 && !err)
         err = errno;
-    return err ? fail(t->path, "cannot write it", err) : 0;
+    return err ? fail(t, "cannot write it", err) : 0;
+}
+
+/* Where a target's file is: its directory's device and inode and its
+ * name there (the file need not exist yet). 0, or -1 where it cannot be
+ * told. */
+static int place_of(const export_target *t, struct stat *dir, char *name, size_t len)
+{
+    char copy[PATH_MAX], copy2[PATH_MAX];
+    const char *file = t->resolved[0] ? t->resolved : t->path;
+    if ((size_t)snprintf(copy, sizeof copy, "%s", file) >= sizeof copy)
+        return -1;
+    strcpy(copy2, copy);
+    if ((size_t)snprintf(name, len, "%s", basename(copy2)) >= len)
+        return -1;
+    return stat(dirname(copy), dir);
+}
+
+int probe_export_same(const export_target *a, const export_target *b)
+{
+    if (!a->path || !b->path)
+        return 0;
+    if (a->kind == EXPORT_STDOUT || b->kind == EXPORT_STDOUT)
+        return a->kind == b->kind;
+    struct stat sa, sb;
+    if (stat(a->path, &sa) == 0 && stat(b->path, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char na[PATH_MAX], nb[PATH_MAX];
+    return place_of(a, &sa, na, sizeof na) == 0 && place_of(b, &sb, nb, sizeof nb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && strcmp(na, nb) == 0;
+}
+
+static int write_text(const export_target *t, const char *text)
+{
+    switch (t->kind) {
+    case EXPORT_STDOUT:
+        if (fputs(text, stdout) == EOF || fflush(stdout) != 0)
+            return fail(t, "cannot write to stdout", errno);
+        return 0;
+    case EXPORT_REPLACE:
+        return replace(t, text);
+    case EXPORT_IN_PLACE:
+        return in_place(t, text);
+    }
+    return -1;
 }
 
 int probe_export_json(const session *s, int final)
@@ -169,16 +214,17 @@ int probe_export_json(const session *s, int final)
     if (!final && t->kind != EXPORT_REPLACE)
         return 0;
     if (batchfit_result_json(s->ctx, s->result, &json) != BATCHFIT_OK)
-        return fail(t->path, batchfit_ctx_last_error(s->ctx), 0);
-    switch (t->kind) {
-    case EXPORT_STDOUT:
-        if (fputs(json, stdout) == EOF || fflush(stdout) != 0)
-            return fail(t->path, "cannot write to stdout", errno);
+        return fail(t, batchfit_ctx_last_error(s->ctx), 0);
+    return write_text(t, json);
+}
+
+int probe_export_svg(const session *s)
+{
+    const export_target *t = &s->plot;
+    const char *svg = NULL;
+    if (!t->path || !s->result)
         return 0;
-    case EXPORT_REPLACE:
-        return replace(t, json);
-    case EXPORT_IN_PLACE:
-        return in_place(t, json);
-    }
-    return -1;
+    if (batchfit_result_svg(s->ctx, s->result, &svg) != BATCHFIT_OK)
+        return fail(t, batchfit_ctx_last_error(s->ctx), 0);
+    return write_text(t, svg);
 }

@@ -1229,6 +1229,68 @@ TEST(cli_export_matches_the_exit_status)
     CHECK_EQ(cli(&r, full, NULL), 6);
     CHECK_CONTAINS(r.err, "--export-json /dev/full");
     CHECK_CONTAINS(r.err, "No space left on device");
+    /* The answer is still printed: only the file is lost. */
+    CHECK_CONTAINS(r.out, "batch_size=4");
+}
+
+/* --plot's file is checked before any trial, as --export-json's is: one
+ * that cannot be written, or one that --export-json names too (stdout, or
+ * one file spelled two ways), is refused with exit 2 and nothing run (a
+ * reviewer's probe ran every trial and then could not write its picture,
+ * exit 6; stdout held the JSON and then the SVG, which parse as neither).
+ * A write that fails at the end is exit 6, as the JSON's is. */
+TEST(cli_plot_is_checked_before_any_trial)
+{
+    char json_path[256], svg_path[256], other[256];
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-plot.json", (long)getpid());
+    snprintf(svg_path, sizeof svg_path, "/tmp/batchfit-test-%ld-plot.svg", (long)getpid());
+    snprintf(other, sizeof other, "/tmp/./batchfit-test-%ld-plot.json", (long)getpid());
+    unlink(json_path);
+    unlink(svg_path);
+    run r;
+    const char *missing[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max",
+                             "4", "--export-json", json_path, "--plot", "/nonexistent/p.svg",
+                             "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, missing, NULL), 2);
+    CHECK_CONTAINS(r.err, "--plot /nonexistent/p.svg: cannot create it");
+    char *json = read_file(json_path);
+    CHECK(json != NULL && valid_json(json));
+    CHECK_CONTAINS(json, "\"trials\": []");
+    CHECK_CONTAINS(json, "--plot cannot be written");
+    unlink(json_path);
+    const char *both_stdout[] = {"probe", "--device", "host", "--memory-budget", "256MiB",
+                                 "--max", "4", "--export-json", "-", "--plot", "-",
+                                 "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, both_stdout, NULL), 2);
+    CHECK_CONTAINS(r.err, "name the same output (stdout)");
+    CHECK(valid_json(r.out));
+    CHECK(strstr(r.out, "<svg") == NULL);
+    const char *one_file[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max",
+                              "4", "--export-json", json_path, "--plot", other,
+                              "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, one_file, NULL), 2);
+    CHECK_CONTAINS(r.err, "name the same file");
+    json = read_file(json_path);
+    CHECK(json != NULL && valid_json(json));
+    CHECK_CONTAINS(json, "\"trials\": []");
+    unlink(json_path);
+    const char *full[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max", "4",
+                          "--plot", "/dev/full", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, full, NULL), 6);
+    CHECK_CONTAINS(r.err, "--plot /dev/full");
+    CHECK_CONTAINS(r.err, "No space left on device");
+    CHECK_CONTAINS(r.out, "batch_size=4");
+    const char *fine[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max", "4",
+                          "--export-json", json_path, "--plot", svg_path,
+                          "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, fine, NULL), 0);
+    char *svg = read_file(svg_path);
+    CHECK(svg != NULL && strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "</svg>") != NULL);
+    json = read_file(json_path);
+    CHECK(json != NULL && valid_json(json));
+    CHECK_CONTAINS(json, "\"batch_size\": 4");
+    unlink(json_path);
+    unlink(svg_path);
 }
 
 /* batchfit cache show: a path is not a key (exit 2, nothing read), a key
