@@ -523,6 +523,12 @@ static unsigned drop_cold_start(const search *s, double *x, double *y, double *l
  * *fell, when given, says where the last fall was (from_x 0: none). Falls
  * wider than the declared spread allows are also what peaks wider than
  * declared look like: the warning says both (warn_not_monotone). */
+/* A process's peak wanders by its loader's and allocator's pages whatever
+ * the batch (/bin/true read 256 KiB and 512 KiB): a fall, or a spread
+ * between readings, no larger than this says nothing of the program, and
+ * its warnings advised a 34% spread for a program that used no memory. */
+#define PAGE_WANDER (1024.0 * 1024.0)
+
 typedef struct fall {
     double from_x, from_y; /* the smaller size and its lowest reading */
     double to_x, to_y;     /* the larger size that read below it, and its highest */
@@ -540,7 +546,8 @@ static unsigned drop_below_fall(const search *s, double *x, double *y, double *l
      * stands on. */
     double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0.0;
     for (unsigned j = 1; j < n && x[j] <= lo_x; j++) {
-        double band = fmax(2.0 * s->spread, 0.01) * y[j] + (y[j] - low[j]) + granule;
+        double band =
+            fmax(fmax(2.0 * s->spread, 0.01) * y[j], PAGE_WANDER) + (y[j] - low[j]) + granule;
         /* From the highest reading below it: the warning names the whole fall. */
         unsigned top = from;
         for (unsigned i = from + 1; i < j; i++)
@@ -2185,7 +2192,7 @@ static int warn_wide_spread(search *s, const fall *f)
             if (f->from_x > 0.0 && (double)a->batch < f->to_x && (double)b->batch >= f->to_x)
                 continue;
             double ratio = (double)a->peak_bytes / (double)b->peak_bytes;
-            if (ratio > worst) {
+            if (ratio > worst && (double)a->peak_bytes - (double)b->peak_bytes > PAGE_WANDER) {
                 worst = ratio;
                 high = a;
                 low = b;

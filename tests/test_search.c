@@ -2056,6 +2056,37 @@ TEST(search_model_on_the_host_looks_above_a_coin_toss)
     batchfit_ctx_free(ctx);
 }
 
+/* A program that uses next to no memory, its reading wandering by its
+ * loader's pages (/bin/true on the host: 256 KiB, 512 KiB, 256 KiB): no
+ * warning that memory falls or that peaks vary past the declared spread
+ * (both advised a 34% spread for 256 KiB). The same 34% wander on
+ * 100 MiB more is still warned of. */
+TEST(search_page_wander_is_not_a_fall_nor_a_spread)
+{
+    for (int big = 0; big < 2; big++) {
+        curve_oracle c = measured_line((big ? 100.0 * 1048576.0 : 0.0) + 384.0 * 1024.0, 0.0,
+                                       200.0 * 1048576.0);
+        c.host = 1;
+        c.wander = 0.34;
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.requested_max = 100;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+        if (r) {
+            CHECK_EQ(r->batch_size, 100);
+            int warned = 0;
+            for (size_t i = 0; i < r->warning_count; i++)
+                warned |= strstr(r->warnings[i], "memory falls") != NULL ||
+                          strstr(r->warnings[i], "peaks varied") != NULL;
+            CHECK_EQ(warned, big);
+        }
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
+}
+
 /* A bump among the rejected sizes above lo: 250 MiB and 10 MiB a sample,
  * 300 MiB more from 64 to 67 only, 4% wander (a draw found by a reviewer),
  * every trial finishing (over the budget too), 1000 MiB on the host. The
