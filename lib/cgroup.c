@@ -302,8 +302,11 @@ unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
     while ((e = readdir(d)) != NULL) {
         long owner = owner_pid(e->d_name);
         /* A live owner, or a pid reused since, keeps its cgroup: only a
-         * certainly dead one (ESRCH) is swept. */
-        if (!owner || owner == self || kill((pid_t)owner, 0) == 0 || errno != ESRCH)
+         * certainly dead one (ESRCH, or a zombie its parent has not reaped
+         * yet: a batchfit killed under timeout -s KILL stays one until its
+         * shell waits, and kept its trials running meanwhile) is swept. */
+        if (!owner || owner == self ||
+            ((kill((pid_t)owner, 0) == 0 || errno != ESRCH) && !batchfit__proc_exited(owner)))
             continue;
         batchfit__cgroup stale = *cg;
         if (path_join(stale.path, sizeof stale.path, cg->parent, "/", e->d_name) != 0)

@@ -359,6 +359,9 @@ int batchfit__proc_hwm(long pid, uint64_t *bytes);
  * grow (the sum and the members so far are kept). */
 int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes);
 int batchfit__proc_alive(long pid, unsigned long long start);
+/* Whether pid has exited and waits to be reaped (a zombie): dead, though
+ * kill(pid, 0) still finds it. */
+int batchfit__proc_exited(long pid);
 /* SIGKILLs and reaps every child of this process (as a child subreaper,
  * the orphans of a trial are ours); returns how many. No allocation, so
  * it cleans up after a watch that could not grow. */

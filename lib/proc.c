@@ -108,9 +108,10 @@ int batchfit__self_hwm_reset(void)
 }
 
 /* Reads ppid, start time and RSS pages of one process from /proc/PID/stat
- * (the command name may hold spaces and parentheses: parse after the last ')'). */
-static int read_stat(const char *pid_text, long *ppid, unsigned long long *start,
-                     long *rss_pages)
+ * (the command name may hold spaces and parentheses: parse after the last
+ * ')'), and its state letter where state is given. */
+static int read_stat_state(const char *pid_text, long *ppid, unsigned long long *start,
+                           long *rss_pages, char *state_out)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%s/stat", pid_text);
@@ -136,7 +137,15 @@ static int read_stat(const char *pid_text, long *ppid, unsigned long long *start
     *ppid = pp;
     *start = st;
     *rss_pages = state == 'Z' ? 0 : rss;
+    if (state_out)
+        *state_out = state;
     return 0;
+}
+
+static int read_stat(const char *pid_text, long *ppid, unsigned long long *start,
+                     long *rss_pages)
+{
+    return read_stat_state(pid_text, ppid, start, rss_pages, NULL);
 }
 
 /* One process of a /proc walk. */
@@ -379,4 +388,13 @@ int batchfit__proc_alive(long pid, unsigned long long start)
     unsigned long long st;
     snprintf(text, sizeof text, "%ld", pid);
     return read_stat(text, &ppid, &st, &rss) == 0 && st == start;
+}
+
+int batchfit__proc_exited(long pid)
+{
+    char text[32], state = 0;
+    long ppid, rss;
+    unsigned long long st;
+    snprintf(text, sizeof text, "%ld", pid);
+    return read_stat_state(text, &ppid, &st, &rss, &state) == 0 && (state == 'Z' || state == 'X');
 }

@@ -351,7 +351,7 @@ static void owned_cgroup(const char *parent, long pid, char *out, size_t len)
 /* #3: when batchfit is SIGKILLed mid-trial, the trial dies with it (a
  * parent-death signal), and the next run removes the trial cgroup left
  * behind, killing what still runs in it (here a grandchild in its own
- * session). */
+ * session), also while the killed batchfit is a zombie not yet reaped. */
 TEST(child_dies_with_batchfit_and_the_next_run_sweeps_its_cgroup)
 {
     int was_subreaper = 0;
@@ -383,7 +383,11 @@ TEST(child_dies_with_batchfit_and_the_next_run_sweeps_its_cgroup)
     char stale[BATCHFIT__CGROUP_PATH_MAX] = "";
     int have_cgroup = cg && batchfit__cgroup_detect(cg) == 0;
     kill(standin, SIGKILL);
-    waitpid(standin, NULL, 0);
+    /* Dead but not reaped, as a batchfit killed under timeout -s KILL is
+     * until its shell waits: a zombie's pid still answers kill(pid, 0),
+     * and its cgroup was kept with its grandchild running on. */
+    siginfo_t info;
+    waitid(P_PID, (id_t)standin, &info, WEXITED | WNOWAIT);
     int trial_signal = parsed ? death_signal((pid_t)trial_pid) : -1;
     if (have_cgroup)
         owned_cgroup(cg->parent, (long)standin, stale, sizeof stale);
@@ -397,6 +401,7 @@ TEST(child_dies_with_batchfit_and_the_next_run_sweeps_its_cgroup)
     int rc = batchfit__runner_create(ctx, &o, &r);
     batchfit__runner_free(r);
     batchfit_ctx_free(ctx);
+    waitpid(standin, NULL, 0);
     struct stat st;
     int stale_left = stale[0] && stat(stale, &st) == 0;
     int grandchild_signal = parsed ? death_signal((pid_t)grandchild) : -1;
