@@ -806,6 +806,14 @@ typedef struct batchfit_command_options {
 
 BATCHFIT_API void batchfit_command_options_init(batchfit_command_options *copts);
 
+/* Whether program (argv[0]) can be run as execvp would run it: a path, or a
+ * name found on PATH, naming a regular file we may execute; and, for a
+ * script, the interpreter its #! line names (a missing one fails the exec
+ * with "No such file or directory" for a file that exists).
+ * BATCHFIT_E_INVALID_ARGUMENT with the reason; batchfit_probe_command
+ * checks this before anything runs. */
+BATCHFIT_API int batchfit_command_check(batchfit_ctx *ctx, const char *program);
+
 /* The child-process probe: runs the command once per trial in its own
  * process group (and cgroup where one can be made), measures its peak, and
  * classifies how it ended (fits; out of memory by signature, SIGKILL, the

@@ -1200,6 +1200,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     ssize_t got = read(fds[4], report, sizeof report);
     close(fds[4]);
     if (got == (ssize_t)sizeof report) {
+        char interp[256];
         waitpid(pid, NULL, 0);
         close_all(read_fds, 2);
         batchfit__cgroup_destroy(&r->cg);
@@ -1207,6 +1208,12 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
             rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR,
                                 "cannot move the trial into its cgroup (%s): %s", l.procs_file,
                                 strerror(report[1]));
+        else if ((report[1] == ENOENT || report[1] == EACCES) && strchr(l.argv[0], '/') &&
+                 batchfit__missing_interpreter(l.argv[0], interp, sizeof interp))
+            rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR,
+                                "cannot run \"%s\": its interpreter %s (its #! line) is not "
+                                "found or not executable",
+                                l.argv[0], interp);
         else
             rc = batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot run \"%s\": %s",
                                 l.argv[0], strerror(report[1]));

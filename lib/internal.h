@@ -362,6 +362,10 @@ int batchfit__proc_alive(long pid, unsigned long long start);
 /* Whether pid has exited and waits to be reaped (a zombie): dead, though
  * kill(pid, 0) still finds it. */
 int batchfit__proc_exited(long pid);
+/* Whether path is a script whose #! line names an interpreter that cannot
+ * be run (1, with its path in interp), as execve reports with ENOENT or
+ * EACCES for the script itself (probe_command.c). */
+int batchfit__missing_interpreter(const char *path, char *interp, size_t len);
 /* SIGKILLs and reaps every child of this process (as a child subreaper,
  * the orphans of a trial are ours); returns how many. No allocation, so
  * it cleans up after a watch that could not grow. */

@@ -8,8 +8,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -411,14 +413,86 @@ static void command_settings(batchfit__buf *b, const batchfit_command_options *c
 }
 
 /* The command options a probe can run with. */
+/* A file that execvp would run: a regular file we may execute (a directory
+ * has execute permission too, but cannot be run). */
+static int runnable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The file execvp would run for name: name itself where it holds a slash,
+ * else the first runnable one along PATH (an empty entry is the current
+ * directory). 0, or -1 when there is none. */
+static int resolve_program(const char *name, char *out, size_t len)
+{
+    if (strchr(name, '/'))
+        return runnable(name) && (size_t)snprintf(out, len, "%s", name) < len ? 0 : -1;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (;;) {
+        const char *colon = strchr(path, ':');
+        size_t dir = colon ? (size_t)(colon - path) : strlen(path);
+        int n = dir ? snprintf(out, len, "%.*s/%s", (int)dir, path, name)
+                    : snprintf(out, len, "./%s", name);
+        if (n > 0 && (size_t)n < len && runnable(out))
+            return 0;
+        if (!colon)
+            return -1;
+        path = colon + 1;
+    }
+}
+
+int batchfit__missing_interpreter(const char *path, char *interp, size_t len)
+{
+    char line[512];
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    if (n < 2 || line[0] != '#' || line[1] != '!')
+        return 0;
+    const char *p = line + 2;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t k = strcspn(p, " \t\r\n");
+    if (k == 0 || k >= len || (p[k] != ' ' && p[k] != '\t' && p[k] != '\r' && p[k] != '\n'))
+        return 0;
+    memcpy(interp, p, k);
+    interp[k] = '\0';
+    return !runnable(interp);
+}
+
+int batchfit_command_check(batchfit_ctx *ctx, const char *program)
+{
+    if (!program || !program[0])
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "no command to run");
+    char path[4096], interp[256];
+    if (resolve_program(program, path, sizeof path) != 0)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "command not found or not executable: %s", program);
+    if (batchfit__missing_interpreter(path, interp, sizeof interp))
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "command %s: its interpreter %s (its #! line) is not found or not "
+                              "executable",
+                              program, interp);
+    return BATCHFIT_OK;
+}
+
 static int check_command(batchfit_ctx *ctx, const batchfit_command_options *copts)
 {
     if (!copts || copts->struct_size < sizeof *copts)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "command options: not initialised with "
                               "batchfit_command_options_init()");
-    if (!copts->argv || !copts->argv[0] || !copts->argv[0][0])
+    if (!copts->argv)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "no command to run");
+    int rc = batchfit_command_check(ctx, copts->argv[0]);
+    if (rc)
+        return rc;
     /* Every duration is a finite number of seconds that a person could
      * wait for (at most a million): NaN or 1e300 would make a trial
      * unbounded. */

@@ -11,37 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A file that execvp would run: a regular file we may execute (a directory
- * has execute permission too, but cannot be run). */
-static int runnable(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
-/* Is the program runnable: a path, or a name on PATH, searched as execvp
- * does (an empty entry is the current directory)? */
-static int command_exists(const char *name)
-{
-    if (strchr(name, '/'))
-        return runnable(name);
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    char buf[4096];
-    for (;;) {
-        const char *colon = strchr(path, ':');
-        size_t len = colon ? (size_t)(colon - path) : strlen(path);
-        int n = len ? snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, name)
-                    : snprintf(buf, sizeof buf, "./%s", name);
-        if (n > 0 && (size_t)n < sizeof buf && runnable(buf))
-            return 1;
-        if (!colon)
-            return 0;
-        path = colon + 1;
-    }
-}
-
 static void on_signal(int sig)
 {
     probe_interrupted = sig;
@@ -138,9 +107,8 @@ static int check_input(session *s)
         return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
                       "no COMMAND given: batchfit probe [options] -- COMMAND [ARGS...] (see "
                       "batchfit probe --help)");
-    if (!sim && !command_exists(c->command[0]))
-        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
-                      "command not found or not executable: %s", c->command[0]);
+    if (!sim && batchfit_command_check(s->ctx, c->command[0]) != BATCHFIT_OK)
+        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT, "%s", batchfit_ctx_last_error(s->ctx));
     if (batchfit_device_open(s->ctx, c->device_spec, &s->device) != BATCHFIT_OK)
         return refuse(s, BATCHFIT_E_INVALID_ARGUMENT, "--device: %s",
                       batchfit_ctx_last_error(s->ctx));

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -146,6 +147,22 @@ TEST(child_signals_and_exit_codes)
     CHECK_EQ(trial(&o, missing, 1, &t), BATCHFIT_E_TRIAL_ERROR);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
     CHECK_CONTAINS(t.message, "cannot run");
+
+    /* A script that exists, its interpreter missing: the message names the
+     * interpreter, not "No such file or directory" for the script. */
+    char script[128];
+    snprintf(script, sizeof script, "/tmp/batchfit-test-%ld-interp.sh", (long)getpid());
+    FILE *f = fopen(script, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("#!/nonexistent/interp\n", f);
+        fclose(f);
+    }
+    chmod(script, 0755);
+    const char *script_argv[] = {script, NULL};
+    CHECK_EQ(trial(&o, script_argv, 1, &t), BATCHFIT_E_TRIAL_ERROR);
+    CHECK_CONTAINS(t.message, "its interpreter /nonexistent/interp (its #! line) is not found");
+    unlink(script);
 }
 
 TEST(child_timeout_kills_the_group)

@@ -1354,8 +1354,8 @@ TEST(cli_cache_long_spec_and_key)
 }
 
 /* The command is checked as execvp will look for it: a directory is not a
- * program (exit 2, nothing run), and an empty PATH entry is the current
- * directory. */
+ * program (exit 2, nothing run), an empty PATH entry is the current
+ * directory, and a script's interpreter must exist. */
 TEST(cli_command_check_follows_execvp)
 {
     char dir[256], chdir_env[300];
@@ -1377,6 +1377,32 @@ TEST(cli_command_check_follows_execvp)
     CHECK_EQ(cli_env(&r, relative, envs), 0);
     CHECK_CONTAINS(r.out, "batch_size=2");
     unlink(copy);
+    /* A script whose #! line names a missing interpreter: execve says "No
+     * such file or directory" for a file that exists; the check names the
+     * interpreter (exit 2, nothing run), and so does the library's own. */
+    char script[400];
+    snprintf(script, sizeof script, "%s/train.sh", dir);
+    FILE *f = fopen(script, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("#!/nonexistent/python9 -u\nprint('hi')\n", f);
+        fclose(f);
+    }
+    chmod(script, 0755);
+    const char *bad_interp[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--",
+                                script, "{batch}", NULL};
+    CHECK_EQ(cli(&r, bad_interp, NULL), 2);
+    CHECK_CONTAINS(r.err, "its interpreter /nonexistent/python9 (its #! line) is not found");
+    CHECK(strstr(r.err, "trial 1") == NULL);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    CHECK_EQ(batchfit_command_check(ctx, script), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "/nonexistent/python9");
+    CHECK_EQ(batchfit_command_check(ctx, "sh"), BATCHFIT_OK);
+    CHECK_EQ(batchfit_command_check(ctx, dir), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(batchfit_command_check(ctx, ""), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(batchfit_command_check(ctx, NULL), BATCHFIT_E_INVALID_ARGUMENT);
+    batchfit_ctx_free(ctx);
+    unlink(script);
     rmdir(dir);
 }
 
