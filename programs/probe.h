@@ -33,6 +33,7 @@ typedef struct probe_cli {
     int mpi;                 /* one rank of an MPI job (probe_mpi.c) */
     int parallel;            /* --parallel: one trial on each identical GPU at once */
     batchfit_agree_mode agree;
+    int agree_given;         /* --agree was given (it needs --mpi) */
     style style;
     char **command;
     int command_argc;

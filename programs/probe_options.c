@@ -199,6 +199,7 @@ static int set_agree(batchfit_ctx *ctx, probe_cli *c, const char *value)
         c->agree = BATCHFIT_AGREE_PER_RANK;
     else
         return usage_error("--agree: invalid value \"%s\": expected min or per-rank", value);
+    c->agree_given = 1;
     return 0;
 }
 
@@ -456,6 +457,9 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
         if (rc != 0)
             return rc;
     }
+    if (c->agree_given && !c->mpi)
+        return usage_error("--agree is how the ranks of an --mpi job agree on a size; without "
+                           "--mpi there is one answer");
     c->command = argv + i;
     c->command_argc = argc - i;
     c->opts.max_trials = (unsigned)c->max_trials;

@@ -377,6 +377,8 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--parallel", "2", "unexpected \"2\" before --: options come before --, the command "
                             "after it (--parallel takes no value)"},
         {"--min", NULL, "--min needs a value"},
+        /* An option that only an --mpi job reads is not silently ignored. */
+        {"--agree", "min", "--agree is how the ranks of an --mpi job agree"},
     };
     char marker[256];
     snprintf(marker, sizeof marker, "/tmp/batchfit-test-%ld-marker", (long)getpid());
