@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
 
 void batchfit_options_init(batchfit_options *opts)
 {
@@ -120,18 +121,33 @@ int batchfit__decide_bounds(batchfit_ctx *ctx, const batchfit_options *opts, uin
     uint64_t bound_on_lattice = batchfit__lattice_floor(opts->lattice, multiple, extra, bound);
     int rc = BATCHFIT_OK;
     if (bound_on_lattice < min) {
+        /* The minimum as the warnings name it: the step's own, or the
+         * lattice's smallest size above it (--multiple-of 8 --max 5 is not
+         * a step whose minimum is 8). */
+        char least[160];
+        if (min == min_raw)
+            snprintf(least, sizeof least, "the step's minimum of %llu", (unsigned long long)min);
+        else if (opts->lattice == BATCHFIT_LATTICE_POW2)
+            snprintf(least, sizeof least,
+                     "the smallest allowed batch size, %llu (the minimum %llu rounded up onto "
+                     "powers of two)",
+                     (unsigned long long)min, (unsigned long long)min_raw);
+        else
+            snprintf(least, sizeof least,
+                     "the smallest allowed batch size, %llu (the minimum %llu rounded up onto "
+                     "multiples of %llu)",
+                     (unsigned long long)min, (unsigned long long)min_raw,
+                     (unsigned long long)multiple);
         if (opts->requested_max && opts->requested_max < min)
             rc = batchfit__result_warn(ctx, result,
-                                       "requested max_batch_size=%llu is below the step's "
-                                       "minimum of %llu; using %llu",
-                                       (unsigned long long)opts->requested_max,
-                                       (unsigned long long)min, (unsigned long long)min);
+                                       "requested max_batch_size=%llu is below %s; using %llu",
+                                       (unsigned long long)opts->requested_max, least,
+                                       (unsigned long long)min);
         else if (opts->samples && opts->samples < min)
             rc = batchfit__result_warn(ctx, result,
-                                       "the dataset has %llu samples, fewer than the step's "
-                                       "minimum batch size of %llu; using %llu",
-                                       (unsigned long long)opts->samples,
-                                       (unsigned long long)min, (unsigned long long)min);
+                                       "the dataset has %llu samples, fewer than %s; using %llu",
+                                       (unsigned long long)opts->samples, least,
+                                       (unsigned long long)min);
         else
             rc = batchfit__result_warn(ctx, result,
                                        "no allowed batch size lies between the minimum %llu "

@@ -73,7 +73,8 @@ TEST(decide_minimum_rounds_up_onto_the_lattice)
     CHECK_EQ(r->upper_bound, 512);
     batchfit_result_free(r);
 
-    /* The minimum on the lattice is what the warning names. */
+    /* The minimum on the lattice is what the warning names, as the
+     * lattice's (not the step's). */
     o.lattice = BATCHFIT_LATTICE_MULTIPLE;
     o.samples = 0;
     o.min_batch = 2;
@@ -81,7 +82,8 @@ TEST(decide_minimum_rounds_up_onto_the_lattice)
     r = decide(ctx, &o, 0, &rc);
     CHECK_EQ(r->min_batch, 8);
     CHECK_EQ(r->upper_bound, 8);
-    CHECK_STR(r->warnings[0], "requested max_batch_size=1 is below the step's minimum of 8; using 8");
+    CHECK_STR(r->warnings[0], "requested max_batch_size=1 is below the smallest allowed batch "
+                              "size, 8 (the minimum 2 rounded up onto multiples of 8); using 8");
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
