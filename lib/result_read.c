@@ -310,14 +310,25 @@ static void read_result(reader *r, const jt_value *root)
                                  (unsigned long long)schema);
         return;
     }
+    /* Every result batchfit writes has its trials (an empty array for a
+     * probe refused before any) and its outcome; batchfit info and
+     * estimate write schema_version 1 too, and drew as empty results. */
+    const jt_value *trials = batchfit__jt_get(root, "trials");
+    const jt_value *outcome = batchfit__jt_get(root, "result");
+    if (!trials || !outcome) {
+        r->code = batchfit__fail(r->ctx, BATCHFIT_E_PARSE,
+                                 "result JSON: no \"%s\" (a probe's result has \"trials\" and "
+                                 "\"result\"; is this batchfit info's or estimate's?)",
+                                 !trials ? "trials" : "result");
+        return;
+    }
     read_device(r, root);
     read_budget(r, root);
     read_bounds(r, root);
-    const jt_value *trials = batchfit__jt_get(root, "trials");
     r->path[0] = '\0';
-    if (trials && trials->kind != JT_ARRAY)
+    if (trials->kind != JT_ARRAY)
         bad(r, "trials", "an array");
-    else if (trials)
+    else
         for (size_t i = 0; i < trials->count && r->code == BATCHFIT_OK; i++) {
             snprintf(r->path, sizeof r->path, "trials[%zu]", i);
             read_trial(r, &trials->items[i]);

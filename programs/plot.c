@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_JSON (64u << 20)
 
@@ -109,6 +110,17 @@ int cli_plot(int argc, char **argv)
     }
     if (!input) {
         usage(stderr);
+        return EXIT_USAGE;
+    }
+    /* The picture must not replace the result it is drawn from (a link to
+     * it, or the same file named another way, included). */
+    struct stat in_st, out_st;
+    if (strcmp(input, "-") != 0 && strcmp(output, "-") != 0 && stat(input, &in_st) == 0 &&
+        stat(output, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+        in_st.st_ino == out_st.st_ino) {
+        fprintf(stderr, "batchfit plot: -o %s is the input %s: the SVG would overwrite the "
+                        "result it is drawn from\n",
+                output, input);
         return EXIT_USAGE;
     }
     size_t len = 0;

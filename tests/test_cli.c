@@ -1295,6 +1295,53 @@ TEST(cli_plot_is_checked_before_any_trial)
     unlink(svg_path);
 }
 
+/* batchfit plot draws a probe's result and nothing else: never over its
+ * own input (a reviewer's plot r.json -o r.json left SVG where the result
+ * was, through a link too), and not batchfit info's JSON, which carries
+ * schema_version 1 as well and drew as an empty probe (exit 0). */
+TEST(cli_plot_draws_results_only_and_never_over_its_input)
+{
+    char json_path[256], link_path[256], svg_path[256], info_path[256];
+    long pid = (long)getpid();
+    snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-drawn.json", pid);
+    snprintf(link_path, sizeof link_path, "/tmp/batchfit-test-%ld-drawn-link.json", pid);
+    snprintf(svg_path, sizeof svg_path, "/tmp/batchfit-test-%ld-drawn.svg", pid);
+    snprintf(info_path, sizeof info_path, "/tmp/batchfit-test-%ld-info.json", pid);
+    unlink(link_path);
+    run r;
+    const char *probe[] = {"probe", "--device", "sim:capacity=8GiB,fixed=1GiB,per_sample=64MiB",
+                           "--no-cache", "--quiet", "--export-json", json_path, NULL};
+    CHECK_EQ(cli(&r, probe, NULL), 0);
+    CHECK_EQ(symlink(json_path, link_path), 0);
+    const char *outs[] = {json_path, link_path};
+    for (int i = 0; i < 2; i++) {
+        const char *over[] = {"plot", json_path, "-o", outs[i], NULL};
+        CHECK_EQ(cli(&r, over, NULL), 2);
+        CHECK_CONTAINS(r.err, "would overwrite the result it is drawn from");
+        char *json = read_file(json_path);
+        CHECK(json != NULL && valid_json(json));
+    }
+    const char *info[] = {"info", "--json", NULL};
+    CHECK_EQ(cli(&r, info, NULL), 0);
+    FILE *f = fopen(info_path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(r.out, f);
+        fclose(f);
+    }
+    const char *not_result[] = {"plot", info_path, "-o", svg_path, NULL};
+    CHECK_EQ(cli(&r, not_result, NULL), 2);
+    CHECK_CONTAINS(r.err, "no \"trials\"");
+    const char *fine[] = {"plot", json_path, "-o", svg_path, NULL};
+    CHECK_EQ(cli(&r, fine, NULL), 0);
+    char *svg = read_file(svg_path);
+    CHECK(svg != NULL && strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "batch_size=") != NULL);
+    unlink(json_path);
+    unlink(link_path);
+    unlink(svg_path);
+    unlink(info_path);
+}
+
 /* batchfit cache show: a path is not a key (exit 2, nothing read), a key
  * with no entry has its own outcome (exit 1). */
 TEST(cli_cache_show_refuses_paths_and_says_not_found)

@@ -62,13 +62,22 @@ TEST(result_from_json_rejects_what_it_cannot_read)
         {"{\"schema_version\": 1,}", "expected a key"},
         {"[1, 2]", "an object"},
         {"{\"schema_version\": 2}", "schema_version 2 is not 1"},
-        {"{\"schema_version\": 1, \"trials\": [{\"batch\": -1}]}", "trials[0].batch"},
-        {"{\"schema_version\": 1, \"trials\": [{\"batch\": 3, \"outcome\": \"maybe\"}]}",
+        {"{\"schema_version\": 1, \"result\": {}, \"trials\": [{\"batch\": -1}]}",
+         "trials[0].batch"},
+        {"{\"schema_version\": 1, \"result\": {}, \"trials\": [{\"batch\": 3, \"outcome\": "
+         "\"maybe\"}]}",
          "outcome"},
-        {"{\"schema_version\": 1, \"budget\": {\"budget_bytes\": \"1\"}}", "budget.budget_bytes"},
-        {"{\"schema_version\": 1, \"strategy\": \"guess\"}", "strategy"},
+        {"{\"schema_version\": 1, \"trials\": [], \"result\": {}, \"budget\": "
+         "{\"budget_bytes\": \"1\"}}",
+         "budget.budget_bytes"},
+        {"{\"schema_version\": 1, \"trials\": [], \"result\": {}, \"strategy\": \"guess\"}",
+         "strategy"},
         {"{\"schema_version\": 1, \"s\": \"\\ud800\"}", "surrogate"},
         {"{\"schema_version\": 1} x", "text after"},
+        /* batchfit info's and estimate's documents are no results. */
+        {"{\"schema_version\": 1}", "no \"trials\""},
+        {"{\"schema_version\": 1, \"backends\": []}", "is this batchfit info's or estimate's?"},
+        {"{\"schema_version\": 1, \"trials\": []}", "no \"result\""},
     };
     batchfit_ctx *ctx = NULL;
     CHECK_EQ(batchfit_ctx_create(NULL, &ctx), BATCHFIT_OK);
@@ -80,7 +89,8 @@ TEST(result_from_json_rejects_what_it_cannot_read)
         CHECK_CONTAINS(batchfit_ctx_last_error(ctx), bad[i].message);
     }
     /* Escapes are decoded and re-escaped: text survives the round trip. */
-    const char *odd = "{\"schema_version\": 1, \"warnings\": [\"a \\u00e9 \\ud83d\\ude00 <&>\"]}";
+    const char *odd = "{\"schema_version\": 1, \"trials\": [], \"result\": {}, \"warnings\": "
+                      "[\"a \\u00e9 \\ud83d\\ude00 <&>\"]}";
     batchfit_result *r = NULL;
     CHECK_EQ(batchfit_result_from_json(ctx, odd, strlen(odd), &r), BATCHFIT_OK);
     CHECK_EQ(r->warning_count, 1);
