@@ -53,7 +53,7 @@ FAKE_LIBS := $(BUILD)/fake/libcuda.so.1 $(BUILD)/fake/libcuda-missing.so \
              $(BUILD)/fake/libnvidia-ml-missing.so
 TEST_PROGS := $(BUILD)/tests/childtool $(FAKE_LIBS)
 
-.PHONY: all lib cli test test-run test-python python deps demo install uninstall clean examples \
+.PHONY: FORCE all lib cli test test-run test-python python deps demo install uninstall clean examples \
         fuzz bench
 
 all: lib cli examples
@@ -245,10 +245,16 @@ demo: $(CLI) $(EXAMPLES)
 	$(CLI) probe --device host --memory-budget $(DEMO_BUDGET) --no-cache \
 	    -- $(BUILD)/examples/trainer --batch-size {batch} --steps 2
 
-$(BUILD)/libbatchfit.pc: libbatchfit.pc.in Makefile
+# Written on every make (the paths come from this invocation's PREFIX and
+# LIBDIR, which no file's date records: a second install to another
+# PREFIX installed the first one's .pc) and replaced only when it differs.
+$(BUILD)/libbatchfit.pc: libbatchfit.pc.in Makefile FORCE
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+FORCE:
 
 install: lib cli $(BUILD)/libbatchfit.pc
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \

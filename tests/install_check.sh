@@ -6,8 +6,16 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-make -s -C "$root" install DESTDIR="$tmp/dest" PREFIX=/usr/local BUILD="$tmp/build" \
-    CC="${CC:-cc}" SANITIZE= >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log" >&2; exit 1; }
+# Installed first under another PREFIX from the same build: the second
+# install must write its own paths into the .pc file (it once kept these).
+for prefix in /opt/batchfit-first /usr/local; do
+    dest="$tmp/dest"
+    [ "$prefix" = /usr/local ] || dest="$tmp/first"
+    make -s -C "$root" install DESTDIR="$dest" PREFIX="$prefix" BUILD="$tmp/build" \
+        CC="${CC:-cc}" SANITIZE= >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log" >&2; exit 1; }
+    grep -qx "prefix=$prefix" "$dest$prefix/lib/pkgconfig/libbatchfit.pc" \
+        || { echo "install_check: $prefix/lib/pkgconfig/libbatchfit.pc names another prefix" >&2; exit 1; }
+done
 for f in include/batchfit.h lib/libbatchfit.a lib/libbatchfit.so lib/libbatchfit.so.0 \
          lib/pkgconfig/libbatchfit.pc lib/pkgconfig/batchfit.pc bin/batchfit \
          share/man/man1/batchfit.1; do
