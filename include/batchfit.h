@@ -1028,7 +1028,9 @@ BATCHFIT_API int batchfit_cache_dir(batchfit_ctx *ctx, char *out, size_t len);
  * hex digits), BATCHFIT_E_PARSE when the file is damaged or foreign. */
 BATCHFIT_API int batchfit_cache_load(batchfit_ctx *ctx, const char *dir, const char *key,
                                      batchfit_cache_entry *entry);
-/* Calls fn for every valid entry in dir; *count (may be NULL) says how many. */
+/* Calls fn for every valid entry in dir; *count (may be NULL) says how many.
+ * A damaged or foreign entry file is not listed: a warning through the
+ * context's log names it. */
 BATCHFIT_API int batchfit_cache_list(batchfit_ctx *ctx, const char *dir,
                                      void (*fn)(const batchfit_cache_entry *entry, void *userdata),
                                      void *userdata, size_t *count);

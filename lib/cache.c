@@ -394,6 +394,7 @@ static int each_entry(int dir_fd, const char *dir,
 }
 
 typedef struct list_state {
+    batchfit_ctx *ctx;
     void (*fn)(const batchfit_cache_entry *, void *);
     void *userdata;
 } list_state;
@@ -403,8 +404,13 @@ static int list_one(int dir_fd, const char *dir, const char *key, void *ud)
     (void)dir_fd;
     list_state *st = ud;
     batchfit_cache_entry e;
-    if (load_entry(dir, key, &e, NULL, 0) != BATCHFIT_OK)
+    char err[BATCHFIT_ERRMSG_MAX] = "";
+    if (load_entry(dir, key, &e, err, sizeof err) != BATCHFIT_OK) {
+        /* Said, not listed: a probe of that key ignores and replaces it. */
+        batchfit__log(st->ctx, BATCHFIT_LOG_WARN, "%s",
+                      err[0] ? err : "cache: an entry that cannot be read; ignoring it");
         return 0;
+    }
     st->fn(&e, st->userdata);
     return 1;
 }
@@ -451,7 +457,7 @@ int batchfit_cache_list(batchfit_ctx *ctx, const char *dir,
 {
     if (!dir || !fn)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache list: no directory given");
-    list_state st = {fn, userdata};
+    list_state st = {ctx, fn, userdata};
     return over_entries(ctx, dir, list_one, &st, count);
 }
 

@@ -13,6 +13,16 @@ static void print_entry(const batchfit_cache_entry *e, void *userdata)
            budget, e->description);
 }
 
+/* Warnings (damaged entries) go to stderr and are counted; errors are
+ * printed by the caller. */
+static void on_log(batchfit_log_level level, const char *message, void *userdata)
+{
+    if (level != BATCHFIT_LOG_WARN)
+        return;
+    fprintf(stderr, "batchfit: warning: %s\n", message);
+    ++*(size_t *)userdata;
+}
+
 static int show(batchfit_ctx *ctx, const char *dir, const char *key)
 {
     batchfit_cache_entry e;
@@ -23,7 +33,8 @@ static int show(batchfit_ctx *ctx, const char *dir, const char *key)
     }
     if (rc) {
         fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
-        return EXIT_USAGE;
+        /* A damaged entry is no entry (a probe of its key replaces it). */
+        return rc == BATCHFIT_E_PARSE ? EXIT_NOT_FOUND : EXIT_USAGE;
     }
     printf("key          %s\nbatch_size   %llu\nbudget_bytes %llu\nversion      %s\n", e.key,
            (unsigned long long)e.batch_size, (unsigned long long)e.budget_bytes, e.version);
@@ -47,11 +58,17 @@ static int run(batchfit_ctx *ctx, int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "";
     size_t n = 0;
     if (strcmp(what, "list") == 0 && argc == 2) {
+        size_t damaged = 0;
+        batchfit_ctx_set_log(ctx, on_log, &damaged, BATCHFIT_LOG_WARN);
         if (batchfit_cache_list(ctx, dir, print_entry, NULL, &n) != BATCHFIT_OK) {
             fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
             return EXIT_USAGE;
         }
-        fprintf(stderr, "%zu entr%s in %s\n", n, n == 1 ? "y" : "ies", dir);
+        fprintf(stderr, "%zu entr%s in %s", n, n == 1 ? "y" : "ies", dir);
+        if (damaged)
+            fprintf(stderr, ", and %zu damaged or foreign file%s (clear removes them too)", damaged,
+                    damaged == 1 ? "" : "s");
+        fputc('\n', stderr);
         return EXIT_FOUND;
     }
     if (strcmp(what, "show") == 0 && argc == 3)
@@ -66,8 +83,8 @@ static int run(batchfit_ctx *ctx, int argc, char **argv)
     }
     fprintf(stderr, "usage: batchfit cache list | show KEY | clear\n"
                     "(the cache lives in $BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit, "
-                    "else ~/.cache/batchfit; show exits 1 when KEY has no entry, 2 when KEY is "
-                    "not a key)\n");
+                    "else ~/.cache/batchfit; show exits 1 when KEY has no entry or a damaged one, "
+                    "2 when KEY is not a key)\n");
     return strcmp(what, "--help") == 0 || strcmp(what, "-h") == 0 ? EXIT_FOUND : EXIT_USAGE;
 }
 

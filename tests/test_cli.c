@@ -1343,7 +1343,7 @@ TEST(cli_plot_draws_results_only_and_never_over_its_input)
 }
 
 /* batchfit cache show: a path is not a key (exit 2, nothing read), a key
- * with no entry has its own outcome (exit 1). */
+ * with no entry (or a damaged one) has its own outcome (exit 1). */
 TEST(cli_cache_show_refuses_paths_and_says_not_found)
 {
     char dir[256], env_dir[300];
@@ -1358,6 +1358,31 @@ TEST(cli_cache_show_refuses_paths_and_says_not_found)
     const char *missing[] = {"cache", "show", "0123456789abcdef0123456789abcdef", NULL};
     CHECK_EQ(cli_env(&r, missing, envs), 1);
     CHECK_CONTAINS(r.err, "no entry 0123456789abcdef0123456789abcdef");
+    /* A damaged entry is no entry for show (exit 1), and list names it and
+     * counts it (a reviewer's list said "1 entry" over nine files that
+     * clear then removed). */
+    CHECK_EQ(mkdir(dir, 0700), 0);
+    char damaged[400];
+    snprintf(damaged, sizeof damaged, "%s/0123456789abcdef0123456789abcdef.entry", dir);
+    FILE *f = fopen(damaged, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("garbage\n", f);
+        fclose(f);
+    }
+    CHECK_EQ(cli_env(&r, missing, envs), 1);
+    CHECK_CONTAINS(r.err, "is not a batchfit cache file");
+    const char *list[] = {"cache", "list", NULL};
+    CHECK_EQ(cli_env(&r, list, envs), 0);
+    CHECK_CONTAINS(r.err, "warning: cache entry ");
+    CHECK_CONTAINS(r.err, "0 entries in ");
+    CHECK_CONTAINS(r.err, "and 1 damaged or foreign file (clear removes them too)");
+    const char *clear[] = {"cache", "clear", NULL};
+    CHECK_EQ(cli_env(&r, clear, envs), 0);
+    CHECK_CONTAINS(r.out, "removed 1 entry");
+    char lock[400];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    unlink(lock);
     rmdir(dir);
 }
 
