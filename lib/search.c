@@ -2347,7 +2347,8 @@ static int search_finish(search *s, int rc)
         int why = stop_reason(s);
         if (why)
             return why;
-        if (opts->first_guess)
+        if (opts->first_guess && (s->hi < (int64_t)s->lattice.count ||
+                                  result->batch_size < result->upper_bound))
             batchfit__log(ctx, BATCHFIT_LOG_INFO,
                           "the first guess of %llu was %.0f%% of the measured %llu",
                           (unsigned long long)opts->first_guess,

@@ -26,6 +26,13 @@ int cli_info(int argc, char **argv);
 int cli_estimate(int argc, char **argv);
 int cli_cache(int argc, char **argv);
 int cli_plot(int argc, char **argv);
+/* units.c: whether a size read as 1 to 1023 bytes was written with no unit
+ * (1, with the refusal in msg, naming the units it could have meant, and
+ * the percentage where percent_too and the option takes one): no one
+ * sizing a training job means that (--memory-budget 300 ran against a
+ * budget of 285 B). "300B" says bytes on purpose. */
+int cli_bare_small_size(const char *flag, const char *value, uint64_t bytes, int percent_too,
+                        char *msg, size_t len);
 
 
 /* A JSON writer over a FILE: it places commas and escapes strings. */

@@ -21,7 +21,9 @@ static void help(FILE *f)
             "  --device-memory SIZE    the memory to fit into\n"
             "  --device SPEC           or a device's total memory (host, cuda:N, sim:...)\n"
             "  --margin PCT            held back (default 5%%)\n"
-            "  --json                  machine-readable output\n");
+            "  --json                  machine-readable output\n\n"
+            "Exit status: 0 a prediction, 2 bad input, 3 the model state (or batch 1) does not\n"
+            "fit the memory given, 5 no usable --device.\n");
 }
 
 static int bad(const char *message)
@@ -37,6 +39,33 @@ static int parse_unsigned(batchfit_ctx *ctx, const char *flag, const char *text,
         return bad(batchfit_ctx_last_error(ctx));
     *out = (unsigned)v;
     return 0;
+}
+
+/* The options that take a value. */
+static int takes_value(const char *flag)
+{
+    static const char *const flags[] = {"--params", "--precision", "--optimizer",
+                                        "--activation-bytes", "--layers", "--hidden", "--heads",
+                                        "--seq", "--vocab", "--device-memory", "--device",
+                                        "--margin"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (strcmp(flag, flags[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A size of 0 says nothing is there to fit or to grow (it read as "not
+ * given"), and one of 1 to 1023 bytes with no unit is no one's meaning:
+ * both refused. 0, or the exit code with the message printed. */
+static int check_size(const char *flag, const char *text, uint64_t bytes, const char *example)
+{
+    char msg[256];
+    if (bytes == 0) {
+        snprintf(msg, sizeof msg, "%s: \"%s\" is zero bytes; give a size (%s)", flag, text,
+                 example);
+        return bad(msg);
+    }
+    return cli_bare_small_size(flag, text, bytes, 0, msg, sizeof msg) ? bad(msg) : 0;
 }
 
 /* Returns -1 to go on, or an exit code. */
@@ -61,6 +90,9 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
             takes = 0;
+        } else if (!takes_value(a)) {
+            snprintf(err, sizeof err, "unknown option %s (see batchfit estimate --help)", a);
+            return bad(err);
         } else if (!v) {
             snprintf(err, sizeof err, "%s needs a value (see batchfit estimate --help)", a);
             return bad(err);
@@ -76,6 +108,7 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
         } else if (strcmp(a, "--activation-bytes") == 0) {
             if (batchfit_parse_size(ctx, v, "--activation-bytes", &in.activation_bytes_per_sample))
                 return bad(batchfit_ctx_last_error(ctx));
+            rc = check_size(a, v, in.activation_bytes_per_sample, "12MiB");
         } else if (strcmp(a, "--layers") == 0) {
             rc = parse_unsigned(ctx, a, v, &in.layers);
         } else if (strcmp(a, "--hidden") == 0) {
@@ -89,6 +122,7 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
         } else if (strcmp(a, "--device-memory") == 0) {
             if (batchfit_parse_size(ctx, v, "--device-memory", &in.device_bytes))
                 return bad(batchfit_ctx_last_error(ctx));
+            rc = check_size(a, v, in.device_bytes, "80GiB");
         } else if (strcmp(a, "--device") == 0) {
             device = v;
         } else if (strcmp(a, "--margin") == 0) {
@@ -96,9 +130,6 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
                 return bad(batchfit_ctx_last_error(ctx));
             if (in.margin_fraction >= 1.0)
                 return bad("--margin: a margin of 100% leaves nothing");
-        } else {
-            snprintf(err, sizeof err, "unknown option %s (see batchfit estimate --help)", a);
-            return bad(err);
         }
         if (rc)
             return rc;
@@ -139,7 +170,8 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
     batchfit_estimate e;
     int rc = batchfit_estimate_memory(ctx, &in, &e);
     if (rc) {
-        fprintf(stderr, "batchfit estimate: %s\n", batchfit_ctx_last_error(ctx));
+        /* The library's message names its own subject ("estimate: ..."). */
+        fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
         return EXIT_USAGE;
     }
     if (json) {

@@ -91,26 +91,14 @@ static int set_power_of_two(batchfit_ctx *ctx, probe_cli *c, const char *value)
     return 0;
 }
 
-/* A size the parser read as 1 to 1023 bytes, written with no unit: no one
- * probing a training step means that (--memory-budget 300 ran a trial
- * against a budget of 285 B; --margin 5 held back 5 bytes). Refused (1)
- * with the units it could have meant, as the Python package refuses such a
- * margin; "300B" says bytes on purpose. */
+/* A size the parser read as 1 to 1023 bytes, written with no unit (see
+ * cli_bare_small_size): refused (1), as the Python package refuses such a
+ * margin. */
 static int refuse_bare_small(const char *flag, const char *value, uint64_t bytes, int percent_too)
 {
-    size_t len = strlen(value);
-    while (len && (value[len - 1] == ' ' || value[len - 1] == '\t'))
-        len--;
-    if (bytes == 0 || bytes >= 1024 || !len || value[len - 1] < '0' || value[len - 1] > '9')
+    char msg[256];
+    if (!cli_bare_small_size(flag, value, bytes, percent_too, msg, sizeof msg))
         return 0;
-    unsigned long long n = (unsigned long long)bytes;
-    char percent[64] = "", msg[256];
-    if (percent_too)
-        snprintf(percent, sizeof percent, ", or %llu%% of the usable memory", n);
-    snprintf(msg, sizeof msg,
-             "%s: \"%s\" has no unit and would be %llu bytes; give a unit (%lluMiB, %lluGiB%s), "
-             "or %lluB for bytes",
-             flag, value, n, n, n, percent, n);
     probe_bad_value(msg);
     return 1;
 }

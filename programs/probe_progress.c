@@ -186,7 +186,13 @@ void probe_print_summary(const session *s)
                 "  the remembered batch size %llu still fits, and so does %llu now (a larger "
                 "budget, less memory a sample, or an earlier probe that stopped short)\n",
                 (unsigned long long)r->cache_remembered, (unsigned long long)r->batch_size);
-    if (r->first_guess)
+    /* An answer at the bound (--max, --samples) says nothing of memory:
+     * no percentage of it. */
+    if (r->first_guess && r->batch_size == r->upper_bound && !r->smallest_failure)
+        fprintf(stderr, "  the estimate of %llu is not compared: %llu is the bound, not a memory "
+                        "limit\n",
+                (unsigned long long)r->first_guess, (unsigned long long)r->batch_size);
+    else if (r->first_guess)
         fprintf(stderr, "  the estimate of %llu was %.0f%% of the measured %llu\n",
                 (unsigned long long)r->first_guess,
                 100.0 * (double)r->first_guess / (double)r->batch_size,

@@ -993,6 +993,31 @@ TEST(cli_estimate_and_a_probe_that_uses_it)
     CHECK_EQ(result_number(r.out, "batch_size"), 436);
     CHECK_EQ(result_number(r.out, "estimate"), 400);
     CHECK_CONTAINS(r.err, "the estimate of 400 was 92% of the measured 436");
+    /* At the bound the answer measured no limit: nothing to compare. */
+    const char *capped[] = {"probe", "--device", "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB",
+                            "--estimate", "1000", "--max", "100", NULL};
+    CHECK_EQ(cli(&r, capped, NULL), 0);
+    CHECK_CONTAINS(r.err, "the estimate of 1000 is not compared: 100 is the bound, not a memory limit");
+    CHECK(strstr(r.err, "% of the measured") == NULL);
+    /* estimate's own input: a size of no unit or of zero, an unknown
+     * option, a missing value, no --params (said once). */
+    static const struct {
+        const char *flag, *value, *message;
+    } refused[] = {
+        {"--device-memory", "80", "--device-memory: \"80\" has no unit and would be 80 bytes"},
+        {"--device-memory", "0", "--device-memory: \"0\" is zero bytes"},
+        {"--activation-bytes", "0", "--activation-bytes: \"0\" is zero bytes"},
+        {"--bogus", "1", "unknown option --bogus"},
+        {"--vocab", NULL, "--vocab needs a value"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *args[] = {"estimate", "--params", "1B", refused[i].flag, refused[i].value, NULL};
+        CHECK_EQ(cli(&r, args, NULL), 2);
+        CHECK_CONTAINS(r.err, refused[i].message);
+    }
+    const char *no_params[] = {"estimate", NULL};
+    CHECK_EQ(cli(&r, no_params, NULL), 2);
+    CHECK_STR(r.err, "batchfit: estimate: --params is required\n");
 }
 
 /* The cache through the CLI: a second run verifies the remembered size

@@ -1,0 +1,25 @@
+/* Sizes given on the command line with no unit: shared by batchfit probe
+ * and batchfit estimate. */
+#include "cli.h"
+
+#include <string.h>
+
+int cli_bare_small_size(const char *flag, const char *value, uint64_t bytes, int percent_too,
+                        char *msg, size_t len)
+{
+    size_t n = strlen(value);
+    while (n && (value[n - 1] == ' ' || value[n - 1] == '\t'))
+        n--;
+    if (bytes == 0 || bytes >= 1024 || !n || value[n - 1] < '0' || value[n - 1] > '9')
+        return 0;
+    unsigned long long b = (unsigned long long)bytes;
+    /* A percentage is offered only where it is one the option takes. */
+    char percent[64] = "";
+    if (percent_too && b < 100)
+        snprintf(percent, sizeof percent, ", or %llu%% of the usable memory", b);
+    snprintf(msg, len,
+             "%s: \"%s\" has no unit and would be %llu bytes; give a unit (%lluMiB, %lluGiB%s), "
+             "or %lluB for bytes",
+             flag, value, b, b, b, percent, b);
+    return 1;
+}
