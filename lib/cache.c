@@ -236,7 +236,7 @@ static int load_entry(const char *dir, const char *key, batchfit_cache_entry *e,
     }
     if (!key || !valid_key(key)) {
         batchfit__errf(err, err_len,
-                       "cache: invalid key \"%.64s%s\" (a key is 32 hex digits; see batchfit cache "
+                       "cache: invalid key \"%.64s%s\" (a key is 32 lowercase hex digits; see batchfit cache "
                        "list)",
                        key ? key : "", key && strlen(key) > 64 ? "..." : "");
         return BATCHFIT_E_INVALID_ARGUMENT;

@@ -53,6 +53,8 @@ int batchfit__cuda_load(batchfit__cuda *c)
                                   sizeof cuda_symbols / sizeof cuda_symbols[0], c, c->error,
                                   sizeof c->error);
     if (!c->handle) {
+        if (override && *override)
+            batchfit__dl_named_by(c->error, sizeof c->error, "BATCHFIT_CUDA_LIBRARY");
         reset(c);
         return -1;
     }

@@ -56,6 +56,13 @@ void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *nam
     return handle;
 }
 
+void batchfit__dl_named_by(char *error, size_t error_len, const char *variable)
+{
+    size_t n = strlen(error);
+    if (n < error_len)
+        snprintf(error + n, error_len - n, " (the library %s names)", variable);
+}
+
 void batchfit__dl_unload(void *handle, void *target, size_t size, char *error, size_t error_len)
 {
     if (handle)

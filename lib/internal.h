@@ -250,6 +250,9 @@ int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t cou
 void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *name,
                         const batchfit__dl_symbol *table, size_t count, void *target, char *error,
                         size_t error_len);
+/* Appends which environment variable named the library that failed to
+ * load, so a wrong override reads as the user's setting. */
+void batchfit__dl_named_by(char *error, size_t error_len, const char *variable);
 /* Closes handle (may be NULL) and clears the size bytes of target, keeping
  * the error message that lies inside it. */
 void batchfit__dl_unload(void *handle, void *target, size_t size, char *error, size_t error_len);

@@ -281,7 +281,8 @@ int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path, uint64_t 
             break;
     }
     if (rc == BATCHFIT_OK && ferror(f)) {
-        batchfit__errf(err, err_len, "--hyperparameters %s: read error", path);
+        batchfit__errf(err, err_len, "--hyperparameters %s: cannot read it: %s", path,
+                       strerror(errno ? errno : EIO));
         rc = BATCHFIT_E_PARSE;
     }
     fclose(f);

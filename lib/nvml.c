@@ -53,6 +53,8 @@ int batchfit__nvml_load(batchfit__nvml *n)
                                   sizeof nvml_symbols / sizeof nvml_symbols[0], n, n->error,
                                   sizeof n->error);
     if (!n->handle) {
+        if (override && *override)
+            batchfit__dl_named_by(n->error, sizeof n->error, "BATCHFIT_NVML_LIBRARY");
         reset(n);
         return -1;
     }

@@ -370,6 +370,7 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--style", "fancy", "--style"},
         {"--peak-spread", "60%", "--peak-spread"},
         {"--hyperparameters", "/nonexistent/hp.json", "--hyperparameters"},
+        {"--hyperparameters", "/tmp", "--hyperparameters /tmp: cannot read it: Is a directory"},
         {"--export-json", "/nonexistent/dir/out.json", "--export-json"},
         {"--frobnicate", NULL, "unknown option --frobnicate"},
         /* A word among the options before "--" is no command: it ran a

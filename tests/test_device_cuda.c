@@ -78,6 +78,9 @@ TEST(device_cuda_unavailable_says_why)
         char why[512];
         CHECK_EQ(open_gpu(ctx, "cuda:0", &d, why, sizeof why), 0);
         CHECK_CONTAINS(why, rows[i].expect);
+        /* A library that did not load names the variable that chose it. */
+        if (i < 2)
+            CHECK_CONTAINS(why, "(the library BATCHFIT_CUDA_LIBRARY names)");
         CHECK_STR(batchfit_device_kind(d), "cuda");
         uint64_t t, f;
         CHECK_EQ(batchfit_device_memory(d, &t, &f), BATCHFIT_E_NO_DEVICE);
@@ -242,6 +245,7 @@ TEST(device_cuda_without_nvml_still_probes)
         CHECK_EQ(batchfit_device_describe(d, &info), BATCHFIT_OK);
         CHECK_EQ(info.per_process_memory, 0);
         CHECK_CONTAINS(info.per_process_note, i == 0 ? "lacks nvmlDeviceGetMemoryInfo" : "cannot load");
+        CHECK_CONTAINS(info.per_process_note, "(the library BATCHFIT_NVML_LIBRARY names)");
         batchfit_device_free(d);
         batchfit_ctx_free(ctx);
     }
