@@ -77,6 +77,21 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
     if (opts->vram_limit_bytes) {
         b->vram_limit_bytes = opts->vram_limit_bytes;
         b->usable_bytes = min_u64(b->usable_bytes, opts->vram_limit_bytes);
+        /* A limit above the whole device limits nothing: likely a limit
+         * meant for another device (80 GB set, a 24 GB card in use). */
+        if (opts->vram_limit_bytes > b->total_bytes) {
+            char limit[32], total[32];
+            batchfit__format_bytes_apart((double)opts->vram_limit_bytes, (double)b->total_bytes,
+                                         limit, total, sizeof limit);
+            rc = batchfit__result_warn(ctx, result,
+                                       "the VRAM limit of %s (%s) is above the %s of %s: it "
+                                       "limits nothing here",
+                                       limit,
+                                       opts->vram_limit_source ? opts->vram_limit_source : "options",
+                                       total, gpu ? gpu : "the device");
+            if (rc)
+                return rc;
+        }
     }
     b->margin_bytes = opts->margin_bytes
                           ? opts->margin_bytes

@@ -339,6 +339,22 @@ TEST(probe_vram_limit_and_memory_budget_cap_the_budget)
     CHECK_EQ(f.result->budget.usable_bytes, UINT64_C(70) << 30);
     CHECK_CONTAINS(f.result->warnings[0],
                    "the memory budget of 100.00 GiB exceeds the 70.00 GiB free on the device");
+    /* A VRAM limit above the whole device limits nothing, and says so (a
+     * limit meant for another card); one below it says nothing. */
+    batchfit_options_init(&f.opts);
+    f.opts.vram_limit_bytes = UINT64_C(100) << 30;
+    f.opts.vram_limit_source = "environment variable VRAM_LIMIT_GB";
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->budget.usable_bytes, UINT64_C(70) << 30);
+    CHECK(f.result->warning_count >= 1);
+    if (f.result->warning_count >= 1)
+        CHECK_STR(f.result->warnings[0],
+                  "the VRAM limit of 100.00 GiB (environment variable VRAM_LIMIT_GB) is above the "
+                  "80.00 GiB of the device: it limits nothing here");
+    f.opts.vram_limit_bytes = UINT64_C(8) << 30;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    for (size_t i = 0; i < f.result->warning_count; i++)
+        CHECK(strstr(f.result->warnings[i], "VRAM limit") == NULL);
     CHECK_EQ(f.step.builds, f.step.releases);
     CHECK(device_is_clean(f.dev));
     fixture_close(&f);
