@@ -329,7 +329,7 @@ class _Keep:
 def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minimum: int,
              sample_count: Optional[int], margin: Any, memory_budget: Optional[Size],
              lattice: Union[str, int], strategy: str, max_trials: Optional[int],
-             vram_limit_gb: Union[float, str, None], peak_spread: Optional[float],
+             vram_limit_gb: Union[float, str, None], peak_spread: Union[float, str, None],
              estimate: Optional[int], cache_key: Optional[str], cache: bool,
              cache_dir: Optional[str], no_device: str) -> _lib.Options:
     opts = _lib.Options()
@@ -353,6 +353,12 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
         opts.memory_budget_bytes = parse_size(memory_budget, "memory_budget")
         if opts.memory_budget_bytes == 0:
             raise error_for(1, "memory_budget: it must be larger than zero")
+        # As the CLI refuses --memory-budget 300: a budget of 300 bytes is no one's meaning.
+        bare = str(memory_budget).strip()
+        if 0 < opts.memory_budget_bytes < 1024 and bare[-1:].isdigit():
+            n = opts.memory_budget_bytes
+            raise error_for(1, f"memory_budget: {memory_budget!r} has no unit and would be {n} "
+                               f"bytes; give a unit (\"{n}MiB\", \"{n}GiB\"), or \"{n}B\" for bytes")
     value = c_int()
     ctx.check(lib.batchfit_parse_strategy(ctx.ptr, _text(strategy), b"strategy", byref(value)))
     opts.strategy = value.value
@@ -362,9 +368,18 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     opts.vram_limit_bytes = limit
     opts.vram_limit_source = keep(source)
     if peak_spread is not None:
-        if not 0.0 <= peak_spread < 0.5:
+        spread = peak_spread
+        if isinstance(spread, str) and spread.strip().endswith("%"):
+            frac = c_double()
+            ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(spread), b"peak_spread",
+                                                 byref(frac)))
+            spread = frac.value
+        if isinstance(spread, bool) or not isinstance(spread, (int, float)):
+            raise error_for(1, f"peak_spread: expected a fraction (0.05) or a percentage "
+                               f"(\"5%\"), got {peak_spread!r}")
+        if not 0.0 <= spread < 0.5:
             raise error_for(1, f"peak_spread: expected a fraction in [0, 0.5), got {peak_spread}")
-        opts.peak_spread = peak_spread
+        opts.peak_spread = float(spread)
     opts.first_guess = _count(estimate, "estimate")
     opts.cache = 1 if cache else 0
     opts.cache_key = keep(cache_key)
@@ -491,12 +506,14 @@ class _StepCall:
             return _lib.FITS
         except BaseException as exc:
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
-                in_use = 0
+                # What was in use is known on a CUDA device only: on the host the failed
+                # allocation alone (20 MiB of a 227 MiB process) read as all the trial needed,
+                # and warned that something other than the budget stopped it.
                 if self.torch is not None:
                     in_use = int(self.torch.cuda.memory_reserved(self.cuda_index))
-                needed = _needed_bytes(exc, in_use)
-                if needed is not None:
-                    rep.peak_known, rep.peak_bytes = 1, needed
+                    needed = _needed_bytes(exc, in_use)
+                    if needed is not None:
+                        rep.peak_known, rep.peak_bytes = 1, needed
                 _write_message(ctypes.addressof(rep) + _lib.StepReport.message.offset, _lib.MESSAGE_MAX, _describe(exc))
                 return _lib.OOM
             self._keep(exc)
@@ -644,7 +661,7 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
                        memory_budget: Optional[Size] = None, lattice: Union[str, int] = "every",
                        strategy: str = "model", max_trials: Optional[int] = None,
                        vram_limit_gb: Union[float, str, None] = None,
-                       peak_spread: Optional[float] = None, estimate: Optional[int] = None,
+                       peak_spread: Union[float, str, None] = None, estimate: Optional[int] = None,
                        cache_key: Optional[str] = None, cache: bool = False,
                        cache_dir: Optional[str] = None, no_device: Optional[str] = None,
                        name: Optional[str] = None) -> Result:
@@ -789,7 +806,7 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
                   device: str = "auto", memory_budget: Optional[Size] = None,
                   lattice: Union[str, int] = "every", strategy: str = "model",
                   max_trials: Optional[int] = None, vram_limit_gb: Union[float, str, None] = None,
-                  peak_spread: Optional[float] = None, estimate: Optional[int] = None,
+                  peak_spread: Union[float, str, None] = None, estimate: Optional[int] = None,
                   cache_key: Optional[str] = None, cache: bool = False,
                   cache_dir: Optional[str] = None, no_device: str = "error") -> Result:
     """The library's command probe (``batchfit probe -- COMMAND``): runs ``argv`` once per

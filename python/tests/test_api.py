@@ -317,6 +317,17 @@ def test_sizes_and_margins_say_what_they_mean():
         probe(lambda: LinearStep(), margin=5.0)
     with pytest.raises(batchfit.InvalidArgument, match="whole number of bytes, got 1.5"):
         probe(lambda: LinearStep(), margin=1.5)
+    # A budget with no unit under 1024 is refused as the CLI refuses it (it ran a trial against
+    # 285 B and advised a smaller model); "300B" says bytes on purpose.
+    for budget in (300, "300", " 300 "):
+        with pytest.raises(batchfit.InvalidArgument, match="has no unit and would be 300 bytes"):
+            probe(lambda: LinearStep(), memory_budget=budget)
+    # The spread as a percentage, as --peak-spread takes it; anything else is InvalidArgument.
+    assert probe(lambda: LinearStep(), peak_spread="5%").batch_size == \
+        probe(lambda: LinearStep(), peak_spread=0.05).batch_size
+    for spread in ("lots", [0.05], True):
+        with pytest.raises(batchfit.InvalidArgument, match="peak_spread"):
+            probe(lambda: LinearStep(), peak_spread=spread)
 
 
 @pytest.mark.parametrize("hp, expected", [
@@ -486,6 +497,23 @@ def test_plot_draws_every_kind_of_trial(tmp_path):
     for i, t in enumerate(result.trials, 1):
         assert f"trial {i}: batch {t.batch} " in svg
     assert "out of memory" in svg and "MiB" in svg
+
+
+def test_a_host_oom_message_is_not_what_the_trial_needed():
+    # On the host nothing says what was in use: the allocation a message names ("Tried to
+    # allocate 20.00 MiB") is not the trial's need, and read as one it warned that something
+    # other than the budget stopped a 100+ MiB step holding 20 MiB.
+    class Step(LinearStep):
+        def run(self, batch):
+            if batch > 10:
+                raise MemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+            return super().run(batch)
+
+    result = probe(lambda: Step(limit=10**12), device="sim:capacity=200MiB")
+    assert result.batch_size == 10
+    ooms = [t for t in result.trials if t.outcome == "oom"]
+    assert ooms and all(t.peak_bytes != 20 * MIB for t in ooms)
+    assert not any("holding 20.00 MiB" in w for w in result.warnings)
 
 
 def test_the_cache_tells_models_apart_only_by_what_the_caller_names(tmp_path):
