@@ -106,7 +106,12 @@ int batchfit_mpi_peer_failed(const batchfit_ranks *ranks)
 {
     mpi_ranks *m = ranks->userdata;
     int flag = 0;
-    MPI_Iprobe(MPI_ANY_SOURCE, FAILURE_TAG, m->comm, &flag, MPI_STATUS_IGNORE);
+    /* One probe drives MPI's progress engine once, which may only take
+     * the notice part of the way in (a first message between two ranks
+     * sets up their connection): a rank failed at once and the other ran
+     * a whole trial more. A few rounds take it in; each is microseconds. */
+    for (int round = 0; round < 64 && !flag; round++)
+        MPI_Iprobe(MPI_ANY_SOURCE, FAILURE_TAG, m->comm, &flag, MPI_STATUS_IGNORE);
     return flag;
 }
 

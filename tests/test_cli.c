@@ -1725,6 +1725,29 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     unlink(pidfile);
 }
 
+/* A rank that fails tells the others at once: they stop after their
+ * current trial. Rank 1's command is a bug at its first trial; rank 0's
+ * first trial takes two seconds. A reviewer's rank 0 ran a whole second
+ * trial first: one MPI_Iprobe after a trial had not taken the notice in
+ * (the first message between two ranks sets up their connection). */
+TEST(cli_mpi_a_failing_rank_stops_the_others_after_their_current_trial)
+{
+    const char *host[] = {"host", "host"};
+    const char *slow[] = {"--memory-budget", "256MiB", "--max", "64", "--", tool(), "quiet",
+                          "2000", NULL};
+    const char *bug[] = {"--memory-budget", "256MiB", "--max", "64", "--", tool(), "exit", "3",
+                         NULL};
+    const char *const *last[] = {slow, bug};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun_each(&r, host, 2, NULL, last, NULL, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 4);
+    CHECK_CONTAINS(r.err, "rank 0: the job failed at rank 1");
+    CHECK_CONTAINS(r.err, "trial 1: batch 1 fits");
+    CHECK(strstr(r.err, "trial 2:") == NULL);
+}
+
 /* The first rank of 0..ranks-1 whose "rank R: " line in err does not go
  * on with text, or -1 when every rank says it. */
 static int rank_not_saying(const char *err, int ranks, const char *text)
