@@ -149,7 +149,14 @@ TEST(child_signals_and_exit_codes)
     CHECK_CONTAINS(t.message, "cannot run");
 
     /* A script that exists, its interpreter missing: the message names the
-     * interpreter, not "No such file or directory" for the script. */
+     * interpreter, not "No such file or directory" for the script. Not
+     * under valgrind (CI's leak run): it lets a fork's execve of a file that
+     * exists go ahead, and when the kernel then fails it, the fork dies
+     * instead of reporting (the CLI's check covers the same script there,
+     * cli_command_check_follows_execvp). */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        return;
     char script[128];
     snprintf(script, sizeof script, "/tmp/batchfit-test-%ld-interp.sh", (long)getpid());
     FILE *f = fopen(script, "w");
