@@ -412,7 +412,6 @@ static void command_settings(batchfit__buf *b, const batchfit_command_options *c
         batchfit__buf_printf(b, "\noom_pattern %s", co->oom_patterns[i]);
 }
 
-/* The command options a probe can run with. */
 /* A file that execvp would run: a regular file we may execute (a directory
  * has execute permission too, but cannot be run). */
 static int runnable(const char *path)
@@ -482,6 +481,7 @@ int batchfit_command_check(batchfit_ctx *ctx, const char *program)
     return BATCHFIT_OK;
 }
 
+/* The command options a probe can run with. */
 static int check_command(batchfit_ctx *ctx, const batchfit_command_options *copts)
 {
     if (!copts || copts->struct_size < sizeof *copts)

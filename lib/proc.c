@@ -110,8 +110,8 @@ int batchfit__self_hwm_reset(void)
 /* Reads ppid, start time and RSS pages of one process from /proc/PID/stat
  * (the command name may hold spaces and parentheses: parse after the last
  * ')'), and its state letter where state is given. */
-static int read_stat_state(const char *pid_text, long *ppid, unsigned long long *start,
-                           long *rss_pages, char *state_out)
+static int read_stat(const char *pid_text, long *ppid, unsigned long long *start,
+                     long *rss_pages, char *state_out)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%s/stat", pid_text);
@@ -140,12 +140,6 @@ static int read_stat_state(const char *pid_text, long *ppid, unsigned long long 
     if (state_out)
         *state_out = state;
     return 0;
-}
-
-static int read_stat(const char *pid_text, long *ppid, unsigned long long *start,
-                     long *rss_pages)
-{
-    return read_stat_state(pid_text, ppid, start, rss_pages, NULL);
 }
 
 /* One process of a /proc walk. */
@@ -239,7 +233,7 @@ static size_t scan_proc(batchfit__proc_tree *t, int *rc)
             if (n == t->scan_capacity)
                 continue;
             batchfit__proc_entry *x = &t->scan[n];
-            if (read_stat(e->d_name, &x->ppid, &x->start, &x->rss_pages) != 0)
+            if (read_stat(e->d_name, &x->ppid, &x->start, &x->rss_pages, NULL) != 0)
                 continue;
             x->pid = strtol(e->d_name, NULL, 10);
             x->state = 0;
@@ -368,8 +362,8 @@ unsigned batchfit__proc_reap_children(void)
     while ((e = readdir(d)) != NULL) {
         long ppid, rss;
         unsigned long long start;
-        if (!isdigit((unsigned char)e->d_name[0]) || read_stat(e->d_name, &ppid, &start, &rss) != 0 ||
-            ppid != self)
+        if (!isdigit((unsigned char)e->d_name[0]) ||
+            read_stat(e->d_name, &ppid, &start, &rss, NULL) != 0 || ppid != self)
             continue;
         pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
         kill(pid, SIGKILL);
@@ -387,7 +381,7 @@ int batchfit__proc_alive(long pid, unsigned long long start)
     long ppid, rss;
     unsigned long long st;
     snprintf(text, sizeof text, "%ld", pid);
-    return read_stat(text, &ppid, &st, &rss) == 0 && st == start;
+    return read_stat(text, &ppid, &st, &rss, NULL) == 0 && st == start;
 }
 
 int batchfit__proc_exited(long pid)
@@ -396,5 +390,5 @@ int batchfit__proc_exited(long pid)
     long ppid, rss;
     unsigned long long st;
     snprintf(text, sizeof text, "%ld", pid);
-    return read_stat_state(text, &ppid, &st, &rss, &state) == 0 && (state == 'Z' || state == 'X');
+    return read_stat(text, &ppid, &st, &rss, &state) == 0 && (state == 'Z' || state == 'X');
 }
