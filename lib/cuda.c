@@ -49,12 +49,11 @@ int batchfit__cuda_load(batchfit__cuda *c)
     memset(c, 0, sizeof *c);
     const char *override = getenv("BATCHFIT_CUDA_LIBRARY");
     const char *path = override && *override ? override : "libcuda.so.1";
-    c->handle = batchfit__dl_load(&path, 1, path, cuda_symbols,
+    const char *named_by = override && *override ? "BATCHFIT_CUDA_LIBRARY" : NULL;
+    c->handle = batchfit__dl_load(&path, 1, path, named_by, cuda_symbols,
                                   sizeof cuda_symbols / sizeof cuda_symbols[0], c, c->error,
                                   sizeof c->error);
     if (!c->handle) {
-        if (override && *override)
-            batchfit__dl_named_by(c->error, sizeof c->error, "BATCHFIT_CUDA_LIBRARY");
         reset(c);
         return -1;
     }

@@ -30,37 +30,41 @@ int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t cou
 }
 
 void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *name,
-                        const batchfit__dl_symbol *table, size_t count, void *target, char *error,
-                        size_t error_len)
+                        const char *named_by, const batchfit__dl_symbol *table, size_t count,
+                        void *target, char *error, size_t error_len)
 {
+    /* The variable's note stands beside the path it explains, before the
+     * loader's text, so a short copy of the message (a device's 256-byte
+     * note) still says whose setting it was. */
+    char by[64] = "";
+    if (named_by)
+        snprintf(by, sizeof by, " (the library %s names)", named_by);
     void *handle = NULL;
     for (size_t i = 0; i < npaths && paths[i] && !handle; i++) {
         dlerror();
         handle = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        /* The first path's reason is the telling one. */
+        /* The first path's reason is the telling one. glibc's text begins
+         * with the path again ("PATH: cannot open shared object file"). */
         if (!handle && i == 0) {
             const char *why = dlerror();
-            snprintf(error, error_len, "cannot load %s%s%s%s: %s", paths[0],
-                     npaths > 1 && paths[1] ? " (nor " : "", npaths > 1 && paths[1] ? paths[1] : "",
-                     npaths > 1 && paths[1] ? ")" : "", why ? why : "not found");
+            size_t n = strlen(paths[0]);
+            if (why && strncmp(why, paths[0], n) == 0 && strncmp(why + n, ": ", 2) == 0)
+                why += n + 2;
+            int nor = npaths > 1 && paths[1];
+            snprintf(error, error_len, "cannot load %s%s%s%s%s: %s", paths[0], by,
+                     nor ? " (nor " : "", nor ? paths[1] : "", nor ? ")" : "",
+                     why ? why : "not found");
         }
     }
     if (!handle)
         return NULL;
     const char *missing = NULL;
     if (batchfit__dl_bind(handle, table, count, target, &missing) != 0) {
-        snprintf(error, error_len, "%s lacks %s", name, missing);
+        snprintf(error, error_len, "%s%s lacks %s", name, by, missing);
         dlclose(handle);
         return NULL;
     }
     return handle;
-}
-
-void batchfit__dl_named_by(char *error, size_t error_len, const char *variable)
-{
-    size_t n = strlen(error);
-    if (n < error_len)
-        snprintf(error + n, error_len - n, " (the library %s names)", variable);
 }
 
 void batchfit__dl_unload(void *handle, void *target, size_t size, char *error, size_t error_len)

@@ -246,13 +246,12 @@ int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t cou
 /* The one load sequence of a runtime-loaded library: the first of paths
  * that opens (the first path's failure is the reason given), its table
  * bound into target. Returns the handle, or NULL with error filled and
- * nothing left open. name names the library in "NAME lacks SYMBOL". */
+ * nothing left open. name names the library in "NAME lacks SYMBOL";
+ * named_by, when not NULL, is the environment variable that chose the
+ * library, named in the error so a wrong override reads as the user's. */
 void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *name,
-                        const batchfit__dl_symbol *table, size_t count, void *target, char *error,
-                        size_t error_len);
-/* Appends which environment variable named the library that failed to
- * load, so a wrong override reads as the user's setting. */
-void batchfit__dl_named_by(char *error, size_t error_len, const char *variable);
+                        const char *named_by, const batchfit__dl_symbol *table, size_t count,
+                        void *target, char *error, size_t error_len);
 /* Closes handle (may be NULL) and clears the size bytes of target, keeping
  * the error message that lies inside it. */
 void batchfit__dl_unload(void *handle, void *target, size_t size, char *error, size_t error_len);

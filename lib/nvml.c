@@ -49,12 +49,11 @@ int batchfit__nvml_load(batchfit__nvml *n)
     const char *override = getenv("BATCHFIT_NVML_LIBRARY");
     const char *paths[] = {override && *override ? override : "libnvidia-ml.so.1",
                            override && *override ? NULL : "libnvidia-ml.so"};
-    n->handle = batchfit__dl_load(paths, 2, "NVML library", nvml_symbols,
+    const char *named_by = override && *override ? "BATCHFIT_NVML_LIBRARY" : NULL;
+    n->handle = batchfit__dl_load(paths, 2, "NVML library", named_by, nvml_symbols,
                                   sizeof nvml_symbols / sizeof nvml_symbols[0], n, n->error,
                                   sizeof n->error);
     if (!n->handle) {
-        if (override && *override)
-            batchfit__dl_named_by(n->error, sizeof n->error, "BATCHFIT_NVML_LIBRARY");
         reset(n);
         return -1;
     }

@@ -232,8 +232,13 @@ TEST(device_cuda_process_list_strides_growth_and_versions)
 
 TEST(device_cuda_without_nvml_still_probes)
 {
-    static const char *const libs[] = {"libnvidia-ml-missing.so", "nonexistent/libnvidia-ml.so.1"};
-    for (int i = 0; i < 2; i++) {
+    /* The third sits as deep as a long checkout path: the variable's name
+     * must survive the 256-byte note all the same. */
+    static const char *const libs[] = {
+        "libnvidia-ml-missing.so", "nonexistent/libnvidia-ml.so.1",
+        "nonexistent/a-directory-whose-name-alone-is-as-long-as-a-deep-checkout-path-"
+        "under-a-ci-workspace-would-make-it/libnvidia-ml.so.1"};
+    for (int i = 0; i < 3; i++) {
         fake_setup("16GiB", "libcuda.so.1", libs[i]);
         batchfit_ctx *ctx = test_ctx(NULL);
         batchfit_device *d = NULL;
