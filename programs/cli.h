@@ -35,6 +35,33 @@ int cli_bare_small_size(const char *flag, const char *value, uint64_t bytes, int
                         char *msg, size_t len);
 
 
+/* Where a document batchfit writes goes (output.c). */
+typedef enum export_kind {
+    EXPORT_STDOUT,   /* "-": stdout */
+    EXPORT_REPLACE,  /* a regular or new file: replaced whole, each time it is written */
+    EXPORT_IN_PLACE  /* a FIFO, pipe, terminal or device: written in place */
+} export_kind;
+
+typedef struct export_target {
+    const char *who;        /* the program, for messages ("batchfit probe") */
+    const char *flag;       /* the option that named it, for messages */
+    const char *path;       /* as given; NULL: none */
+    export_kind kind;
+    char resolved[4096];    /* EXPORT_REPLACE: the file to replace (links followed) */
+    unsigned mode;          /* EXPORT_REPLACE: the permissions to keep */
+} export_target;
+
+/* Decides how path (given with flag to who) is written and checks, without
+ * creating or opening it, that it can be (0, or -1 with the message
+ * printed). */
+int cli_output_prepare(export_target *t, const char *who, const char *flag, const char *path);
+/* Whether two targets are one file (however named) or both stdout. */
+int cli_output_same(const export_target *a, const export_target *b);
+/* Writes text to a prepared target (0, or -1 with the message printed).
+ * interrupted: batchfit was told to stop, so a FIFO is written only where
+ * a reader is already there (a signal never leaves batchfit waiting). */
+int cli_output_write(const export_target *t, const char *text, int interrupted);
+
 /* A JSON writer over a FILE: it places commas and escapes strings. */
 typedef struct json_writer {
     FILE *f;

@@ -1,6 +1,6 @@
 /* batchfit plot RESULT.json [-o FILE.svg]: draws a probe's --export-json
- * file as the library's SVG picture (batchfit probe --plot writes its own
- * through probe_export.c). */
+ * file as the library's SVG picture, written as probe --plot writes it
+ * (output.c). */
 #include "cli.h"
 
 #include <errno.h>
@@ -9,30 +9,6 @@
 #include <sys/stat.h>
 
 #define MAX_JSON (64u << 20)
-
-/* Writes the result's SVG to path ("-": stdout); 0, or -1 with the
- * message printed. */
-static int plot_write(batchfit_ctx *ctx, const batchfit_result *result, const char *path)
-{
-    const char *svg = NULL;
-    if (batchfit_result_svg(ctx, result, &svg) != BATCHFIT_OK) {
-        fprintf(stderr, "batchfit: cannot draw the result: %s\n", batchfit_ctx_last_error(ctx));
-        return -1;
-    }
-    int to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "batchfit: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    int ok = fputs(svg, f) != EOF;
-    ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
-    if (!ok) {
-        fprintf(stderr, "batchfit: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
 
 /* The whole file (or stdin for "-"), NUL-terminated; NULL with the message
  * printed. */
@@ -123,19 +99,29 @@ int cli_plot(int argc, char **argv)
                 output, input);
         return EXIT_USAGE;
     }
+    /* The output is checked before anything is read or drawn (exit 2, as
+     * probe's --plot); a write that fails at the end is exit 6. */
+    export_target out;
+    if (cli_output_prepare(&out, "batchfit plot", "-o", output) != 0)
+        return EXIT_USAGE;
     size_t len = 0;
     char *json = read_all(input, &len);
     if (!json)
         return EXIT_USAGE;
     batchfit_ctx *ctx = NULL;
     batchfit_result *result = NULL;
+    const char *svg = NULL;
     int exit_code = EXIT_FOUND;
     if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK) {
         exit_code = EXIT_INTERNAL;
     } else if (batchfit_result_from_json(ctx, json, len, &result) != BATCHFIT_OK) {
         fprintf(stderr, "batchfit plot: %s: %s\n", input, batchfit_ctx_last_error(ctx));
         exit_code = EXIT_USAGE;
-    } else if (plot_write(ctx, result, output) != 0) {
+    } else if (batchfit_result_svg(ctx, result, &svg) != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit plot: cannot draw the result: %s\n",
+                batchfit_ctx_last_error(ctx));
+        exit_code = EXIT_EXPORT_FAILED;
+    } else if (cli_output_write(&out, svg, 0) != 0) {
         exit_code = EXIT_EXPORT_FAILED;
     }
     batchfit_result_free(result);

@@ -203,7 +203,7 @@ static int run(session *s)
         c->device_spec = "auto";
     int exit_code = -1;
     /* The export target first, so every later refusal is reported there. */
-    if (c->export_json && probe_export_prepare(&s->export, "--export-json", c->export_json) != 0) {
+    if (c->export_json && cli_output_prepare(&s->export, "batchfit probe", "--export-json", c->export_json) != 0) {
         /* Said already; the other ranks of a job still learn of it. */
         s->export.path = NULL;
         if (s->mpi)
@@ -217,9 +217,9 @@ static int run(session *s)
      * neither). */
     const char *plot_refused = NULL;
     if (exit_code < 0 && c->plot_path) {
-        if (probe_export_prepare(&s->plot, "--plot", c->plot_path) != 0) {
+        if (cli_output_prepare(&s->plot, "batchfit probe", "--plot", c->plot_path) != 0) {
             plot_refused = "--plot cannot be written";
-        } else if (probe_export_same(&s->export, &s->plot)) {
+        } else if (cli_output_same(&s->export, &s->plot)) {
             fprintf(stderr, "batchfit probe: --export-json %s and --plot %s name the same %s: "
                             "one would overwrite the other\n",
                     c->export_json, c->plot_path,
@@ -319,7 +319,7 @@ int cli_probe(int argc, char **argv)
         /* A refused option: the JSON asked for says so too, unless its
          * own target is what is wrong. */
         const char *path = probe_find_export(argc, argv);
-        if (path && probe_export_prepare(&s.export, "--export-json", path) == 0 &&
+        if (path && cli_output_prepare(&s.export, "batchfit probe", "--export-json", path) == 0 &&
             batchfit_result_failed(s.ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal,
                                    &s.result) == BATCHFIT_OK)
             probe_export_json(&s, 1);

@@ -39,21 +39,6 @@ typedef struct probe_cli {
     int command_argc;
 } probe_cli;
 
-/* Where --export-json writes (probe_export.c). */
-typedef enum export_kind {
-    EXPORT_STDOUT,   /* "-": the final document on stdout */
-    EXPORT_REPLACE,  /* a regular or new file: rewritten whole after every trial */
-    EXPORT_IN_PLACE  /* a FIFO, pipe, terminal or device: the final document, in place */
-} export_kind;
-
-typedef struct export_target {
-    const char *flag;       /* the option that named it, for messages */
-    const char *path;       /* as given; NULL: no export */
-    export_kind kind;
-    char resolved[4096];    /* EXPORT_REPLACE: the file to replace (links followed) */
-    unsigned mode;          /* EXPORT_REPLACE: the permissions to keep */
-} export_target;
-
 typedef struct probe_mpi probe_mpi;
 
 /* One run of batchfit probe. */
@@ -107,14 +92,9 @@ void probe_print_agreement(const session *s);
 /* Set by the signal handler: the signal that asked batchfit to stop. */
 extern volatile sig_atomic_t probe_interrupted;
 
-/* probe_export.c: decides how path (given with flag) is written and
- * checks, without creating or opening it, that it can be (0, or -1 with
- * the message printed); whether two targets are one file or both stdout;
- * then writes the result's JSON: after every trial where that is safe, and
- * at the end; and its SVG picture, at the end (0, or -1 with the message
- * printed). */
-int probe_export_prepare(export_target *t, const char *flag, const char *path);
-int probe_export_same(const export_target *a, const export_target *b);
+/* probe_export.c: writes the result's JSON to --export-json's target:
+ * after every trial where that is safe, and at the end; and its SVG
+ * picture to --plot's, at the end (0, or -1 with the message printed). */
 int probe_export_json(const session *s, int final);
 int probe_export_svg(const session *s);
 

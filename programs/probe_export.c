@@ -1,230 +1,32 @@
-/* --export-json: the library's JSON of the result; and --plot's SVG.
- *
- * Where it goes decides how it is written. A regular file (or a missing
- * one) is rewritten whole after every trial through a temporary file
- * renamed over it, so a crash keeps the last complete state; a symbolic
- * link is followed, and the file it names is replaced, never the link.
- * Anything else - a FIFO, a pipe such as >(jq .), a terminal, a device
- * node - is written in place, once, with the final document: renaming over
- * it would replace the node, and a stream cannot be rewritten. "-" is
- * stdout, also final only. */
+/* --export-json: the library's JSON of the result, rewritten after every
+ * trial where its target can be (a regular or new file) and written once at
+ * the end otherwise; and --plot's SVG, at the end. How each is written is
+ * output.c's. */
 #include "probe.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+typedef int (*render_fn)(batchfit_ctx *, const batchfit_result *, const char **);
 
-static int fail(const export_target *t, const char *what, int err)
+static int export_rendered(const session *s, const export_target *t, render_fn render)
 {
-    fprintf(stderr, "batchfit probe: %s %s: %s%s%s\n", t->flag, t->path, what, err ? ": " : "",
-            err ? strerror(err) : "");
-    return -1;
-}
-
-/* The file to create for path: path itself, or what a chain of symbolic
- * links ending in a missing file names (each relative to its link's
- * directory), followed as the kernel would, at most 40 links deep. */
-static int new_file_path(const char *path, char *out, size_t len)
-{
-    char current[PATH_MAX];
-    if ((size_t)snprintf(current, sizeof current, "%s", path) >= sizeof current)
+    const char *text = NULL;
+    if (!t->path || !s->result)
+        return 0;
+    if (render(s->ctx, s->result, &text) != BATCHFIT_OK) {
+        fprintf(stderr, "batchfit probe: %s %s: %s\n", t->flag, t->path,
+                batchfit_ctx_last_error(s->ctx));
         return -1;
-    for (int depth = 0; depth < 40; depth++) {
-        struct stat st;
-        char target[PATH_MAX];
-        ssize_t n;
-        if (lstat(current, &st) != 0 || !S_ISLNK(st.st_mode) ||
-            (n = readlink(current, target, sizeof target - 1)) <= 0)
-            return (size_t)snprintf(out, len, "%s", current) < len ? 0 : -1;
-        target[n] = '\0';
-        char next[PATH_MAX];
-        if (target[0] == '/') {
-            if ((size_t)snprintf(next, sizeof next, "%s", target) >= sizeof next)
-                return -1;
-        } else {
-            char copy[PATH_MAX];
-            strcpy(copy, current);
-            if ((size_t)snprintf(next, sizeof next, "%s/%s", dirname(copy), target) >=
-                sizeof next)
-                return -1;
-        }
-        strcpy(current, next);
     }
-    return -1;
-}
-
-int probe_export_prepare(export_target *t, const char *flag, const char *path)
-{
-    memset(t, 0, sizeof *t);
-    t->flag = flag;
-    t->path = path;
-    if (strcmp(path, "-") == 0) {
-        t->kind = EXPORT_STDOUT;
-        return 0;
-    }
-    if (!path[0])
-        return fail(t, "an empty path names no file", 0);
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        if (errno != ENOENT)
-            return fail(t, "cannot use it", errno);
-        /* A new file, or the file a dangling link names: its directory
-         * must take a new entry. */
-        if (new_file_path(path, t->resolved, sizeof t->resolved) != 0)
-            return fail(t, "the path is too long", 0);
-        char copy[PATH_MAX];
-        strcpy(copy, t->resolved);
-        if (access(dirname(copy), W_OK | X_OK) != 0)
-            return fail(t, "cannot create it", errno);
-        t->kind = EXPORT_REPLACE;
-        t->mode = 0644;
-        return 0;
-    }
-    if (S_ISDIR(st.st_mode))
-        return fail(t, "cannot write it", EISDIR);
-    if (access(path, W_OK) != 0)
-        return fail(t, "cannot write it", errno);
-    if (!S_ISREG(st.st_mode)) {
-        t->kind = EXPORT_IN_PLACE;
-        return 0;
-    }
-    /* Replace the file a link names, not the link. */
-    if (!realpath(path, t->resolved))
-        return fail(t, "cannot resolve it", errno);
-    char copy[PATH_MAX];
-    strcpy(copy, t->resolved);
-    if (access(dirname(copy), W_OK | X_OK) != 0)
-        return fail(t, "cannot replace it (its directory is not writable)", errno);
-    t->kind = EXPORT_REPLACE;
-    t->mode = st.st_mode & 07777;
-    return 0;
-}
-
-static int write_all(int fd, const char *text)
-{
-    size_t len = strlen(text);
-    while (len > 0) {
-        ssize_t n = write(fd, text, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        text += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int replace(const export_target *t, const char *text)
-{
-    char tmp[PATH_MAX + 32];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", t->resolved, (long)getpid()) >=
-        sizeof tmp)
-        return fail(t, "the path is too long", 0);
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, t->mode);
-    if (fd < 0)
-        return fail(t, "cannot write it", errno);
-    int err = 0;
-    if (write_all(fd, text) != 0 || fsync(fd) != 0)
-        err = errno ? errno : EIO;
-    if (close(fd) != 0 && !err)
-        err = errno;
-    if (!err && rename(tmp, t->resolved) != 0)
-        err = errno;
-    if (err) {
-        unlink(tmp);
-        return fail(t, "cannot write it", err);
-    }
-    return 0;
-}
-
-static int in_place(const export_target *t, const char *text)
-{
-    /* A FIFO waits for its reader, as a shell's redirection would; but once
-     * batchfit has been told to stop, only a reader already there gets the
-     * document, so a signal never leaves batchfit waiting. */
-    int fd = open(t->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (probe_interrupted ? O_NONBLOCK : 0));
-    if (fd < 0)
-        return fail(t, errno == ENXIO ? "no reader (not written)" : "cannot write it",
-                    errno == ENXIO ? 0 : errno);
-    if (probe_interrupted)
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    int err = write_all(fd, text) != 0 ? errno : 0;
-    if (close(fd) != 0 && !err)
-        err = errno;
-    return err ? fail(t, "cannot write it", err) : 0;
-}
-
-/* Where a target's file is: its directory's device and inode and its
- * name there (the file need not exist yet). 0, or -1 where it cannot be
- * told. */
-static int place_of(const export_target *t, struct stat *dir, char *name, size_t len)
-{
-    char copy[PATH_MAX], copy2[PATH_MAX];
-    const char *file = t->resolved[0] ? t->resolved : t->path;
-    if ((size_t)snprintf(copy, sizeof copy, "%s", file) >= sizeof copy)
-        return -1;
-    strcpy(copy2, copy);
-    if ((size_t)snprintf(name, len, "%s", basename(copy2)) >= len)
-        return -1;
-    return stat(dirname(copy), dir);
-}
-
-int probe_export_same(const export_target *a, const export_target *b)
-{
-    if (!a->path || !b->path)
-        return 0;
-    if (a->kind == EXPORT_STDOUT || b->kind == EXPORT_STDOUT)
-        return a->kind == b->kind;
-    struct stat sa, sb;
-    if (stat(a->path, &sa) == 0 && stat(b->path, &sb) == 0)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char na[PATH_MAX], nb[PATH_MAX];
-    return place_of(a, &sa, na, sizeof na) == 0 && place_of(b, &sb, nb, sizeof nb) == 0 &&
-           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && strcmp(na, nb) == 0;
-}
-
-static int write_text(const export_target *t, const char *text)
-{
-    switch (t->kind) {
-    case EXPORT_STDOUT:
-        if (fputs(text, stdout) == EOF || fflush(stdout) != 0)
-            return fail(t, "cannot write to stdout", errno);
-        return 0;
-    case EXPORT_REPLACE:
-        return replace(t, text);
-    case EXPORT_IN_PLACE:
-        return in_place(t, text);
-    }
-    return -1;
+    return cli_output_write(t, text, probe_interrupted);
 }
 
 int probe_export_json(const session *s, int final)
 {
-    const export_target *t = &s->export;
-    const char *json = NULL;
-    if (!t->path || !s->result)
+    if (!final && s->export.kind != EXPORT_REPLACE)
         return 0;
-    if (!final && t->kind != EXPORT_REPLACE)
-        return 0;
-    if (batchfit_result_json(s->ctx, s->result, &json) != BATCHFIT_OK)
-        return fail(t, batchfit_ctx_last_error(s->ctx), 0);
-    return write_text(t, json);
+    return export_rendered(s, &s->export, batchfit_result_json);
 }
 
 int probe_export_svg(const session *s)
 {
-    const export_target *t = &s->plot;
-    const char *svg = NULL;
-    if (!t->path || !s->result)
-        return 0;
-    if (batchfit_result_svg(s->ctx, s->result, &svg) != BATCHFIT_OK)
-        return fail(t, batchfit_ctx_last_error(s->ctx), 0);
-    return write_text(t, svg);
+    return export_rendered(s, &s->plot, batchfit_result_svg);
 }

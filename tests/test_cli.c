@@ -1358,10 +1358,23 @@ TEST(cli_plot_draws_results_only_and_never_over_its_input)
     const char *not_result[] = {"plot", info_path, "-o", svg_path, NULL};
     CHECK_EQ(cli(&r, not_result, NULL), 2);
     CHECK_CONTAINS(r.err, "no \"trials\"");
+    /* An output that cannot be written is refused before the input is
+     * read (a missing input is not even looked at), as probe's --plot is. */
+    const char *nowhere[] = {"plot", "/nonexistent-dir/probe.json", "-o",
+                             "/nonexistent-dir/probe.svg", NULL};
+    CHECK_EQ(cli(&r, nowhere, NULL), 2);
+    CHECK_CONTAINS(r.err, "batchfit plot: -o /nonexistent-dir/probe.svg: cannot create it");
+    CHECK(strstr(r.err, "probe.json") == NULL);
     const char *fine[] = {"plot", json_path, "-o", svg_path, NULL};
     CHECK_EQ(cli(&r, fine, NULL), 0);
     char *svg = read_file(svg_path);
     CHECK(svg != NULL && strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "batch_size=") != NULL);
+    /* A file there is replaced whole, its permissions kept (written as
+     * --plot's is: through a temporary file renamed over it). */
+    CHECK_EQ(chmod(svg_path, 0600), 0);
+    CHECK_EQ(cli(&r, fine, NULL), 0);
+    struct stat st;
+    CHECK(stat(svg_path, &st) == 0 && (st.st_mode & 0777) == 0600);
     unlink(json_path);
     unlink(link_path);
     unlink(svg_path);
