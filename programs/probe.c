@@ -203,7 +203,8 @@ static int run(session *s)
         c->device_spec = "auto";
     int exit_code = -1;
     /* The export target first, so every later refusal is reported there. */
-    if (c->export_json && cli_output_prepare(&s->export, "batchfit probe", "--export-json", c->export_json) != 0) {
+    if (c->export_json &&
+        cli_output_prepare(&s->export, "batchfit probe", "--export-json", c->export_json) != 0) {
         /* Said already; the other ranks of a job still learn of it. */
         s->export.path = NULL;
         if (s->mpi)
