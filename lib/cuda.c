@@ -59,10 +59,11 @@ int batchfit__cuda_load(batchfit__cuda *c)
     }
     int rc = c->init(0);
     if (rc != CUDA_SUCCESS) {
+        char shown[128];
         if (rc == CUDA_ERROR_STUB_LIBRARY)
             snprintf(c->error, sizeof c->error,
                      "no NVIDIA driver: %s is the CUDA toolkit's stub (CUDA_ERROR_STUB_LIBRARY)",
-                     path);
+                     batchfit__dl_shown_path(shown, sizeof shown, path));
         else if (rc == CUDA_ERROR_NO_DEVICE)
             snprintf(c->error, sizeof c->error, "no CUDA device (CUDA_ERROR_NO_DEVICE)");
         else

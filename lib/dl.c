@@ -29,6 +29,19 @@ int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t cou
     return 0;
 }
 
+/* A path as a message shows it: a long one (a deep checkout) keeps its
+ * start and its end, the library's own name, so what follows it in the
+ * message (whose setting it was, why it failed) fits a short copy too. */
+const char *batchfit__dl_shown_path(char *out, size_t len, const char *path)
+{
+    enum { HEAD = 28, TAIL = 64 };
+    size_t n = strlen(path);
+    if (n <= HEAD + TAIL + 3 || len < HEAD + TAIL + 4)
+        return path;
+    snprintf(out, len, "%.*s...%s", (int)HEAD, path, path + n - TAIL);
+    return out;
+}
+
 void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *name,
                         const char *named_by, const batchfit__dl_symbol *table, size_t count,
                         void *target, char *error, size_t error_len)
@@ -51,8 +64,11 @@ void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *nam
             if (why && strncmp(why, paths[0], n) == 0 && strncmp(why + n, ": ", 2) == 0)
                 why += n + 2;
             int nor = npaths > 1 && paths[1];
-            snprintf(error, error_len, "cannot load %s%s%s%s%s: %s", paths[0], by,
-                     nor ? " (nor " : "", nor ? paths[1] : "", nor ? ")" : "",
+            char first[128], second[128];
+            const char *other = nor ? batchfit__dl_shown_path(second, sizeof second, paths[1]) : "";
+            snprintf(error, error_len, "cannot load %s%s%s%s%s: %s",
+                     batchfit__dl_shown_path(first, sizeof first, paths[0]), by,
+                     nor ? " (nor " : "", other, nor ? ")" : "",
                      why ? why : "not found");
         }
     }
@@ -60,7 +76,9 @@ void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *nam
         return NULL;
     const char *missing = NULL;
     if (batchfit__dl_bind(handle, table, count, target, &missing) != 0) {
-        snprintf(error, error_len, "%s%s lacks %s", name, by, missing);
+        char named[128];
+        snprintf(error, error_len, "%s%s lacks %s",
+                 batchfit__dl_shown_path(named, sizeof named, name), by, missing);
         dlclose(handle);
         return NULL;
     }

@@ -252,6 +252,9 @@ int batchfit__dl_bind(void *handle, const batchfit__dl_symbol *table, size_t cou
 void *batchfit__dl_load(const char *const *paths, size_t npaths, const char *name,
                         const char *named_by, const batchfit__dl_symbol *table, size_t count,
                         void *target, char *error, size_t error_len);
+/* path as a message shows it: one over ~95 characters keeps its first 28
+ * and last 64 (the library's own name) around "...", in out (len >= 96). */
+const char *batchfit__dl_shown_path(char *out, size_t len, const char *path);
 /* Closes handle (may be NULL) and clears the size bytes of target, keeping
  * the error message that lies inside it. */
 void batchfit__dl_unload(void *handle, void *target, size_t size, char *error, size_t error_len);

@@ -11,6 +11,8 @@ static const char *fake(const char *name)
 {
     static char paths[4][1024];
     static int next;
+    if (name[0] == '/')
+        return name;
     char *p = paths[next++ % 4];
     snprintf(p, 1024, "%s/fake/%s", test_build_dir(), name);
     return p;
@@ -232,12 +234,14 @@ TEST(device_cuda_process_list_strides_growth_and_versions)
 
 TEST(device_cuda_without_nvml_still_probes)
 {
-    /* The third sits as deep as a long checkout path: the variable's name
-     * must survive the 256-byte note all the same. */
+    /* The third is deeper than any checkout path (and the same wherever the
+     * build is): the variable's name and the library's own name must
+     * survive the 256-byte note all the same. */
     static const char *const libs[] = {
         "libnvidia-ml-missing.so", "nonexistent/libnvidia-ml.so.1",
-        "nonexistent/a-directory-whose-name-alone-is-as-long-as-a-deep-checkout-path-"
-        "under-a-ci-workspace-would-make-it/libnvidia-ml.so.1"};
+        "/nonexistent/a-directory-whose-name-alone-is-as-long-as-a-deep-checkout-path-"
+        "under-a-ci-workspace-would-make-it/and-another-one-below-it-as-long-as-the-first-so-"
+        "that-the-path-by-itself-fills-most-of-the-note/lib64/nvidia/libnvidia-ml.so.1"};
     for (int i = 0; i < 3; i++) {
         fake_setup("16GiB", "libcuda.so.1", libs[i]);
         batchfit_ctx *ctx = test_ctx(NULL);
@@ -251,6 +255,10 @@ TEST(device_cuda_without_nvml_still_probes)
         CHECK_EQ(info.per_process_memory, 0);
         CHECK_CONTAINS(info.per_process_note, i == 0 ? "lacks nvmlDeviceGetMemoryInfo" : "cannot load");
         CHECK_CONTAINS(info.per_process_note, "(the library BATCHFIT_NVML_LIBRARY names)");
+        if (i == 2)
+            CHECK_CONTAINS(info.per_process_note,
+                           "cannot load /nonexistent/a-directory-who...-by-itself-fills-most-of-"
+                           "the-note/lib64/nvidia/libnvidia-ml.so.1 (the library");
         batchfit_device_free(d);
         batchfit_ctx_free(ctx);
     }
