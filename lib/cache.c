@@ -38,7 +38,11 @@ static int cache_dir(char *out, size_t len, char *err, size_t err_len)
         return BATCHFIT_E_INVALID_ARGUMENT;
     }
     if (n < 0 || (size_t)n >= len) {
-        batchfit__errf(err, err_len, "cache directory path is too long");
+        out[0] = '\0'; /* never a cut path another directory's files would go to */
+        batchfit__errf(err, err_len, "cache directory path is too long (%s)",
+                       explicit_dir && *explicit_dir ? "BATCHFIT_CACHE_DIR"
+                       : xdg && xdg[0] == '/'       ? "XDG_CACHE_HOME"
+                                                    : "HOME");
         return BATCHFIT_E_INVALID_ARGUMENT;
     }
     return BATCHFIT_OK;

@@ -192,10 +192,15 @@ static int cache_lookup(batchfit_ctx *ctx, batchfit_options *opts, const trial_s
     dir[0] = '\0';
     if (!opts->cache)
         return BATCHFIT_OK;
+    if (opts->cache_dir && strlen(opts->cache_dir) >= dir_len)
+        return batchfit__result_warn(ctx, result,
+                                     "cache off: cache directory path is too long (cache_dir)");
     if (opts->cache_dir)
         batchfit__copy(dir, dir_len, opts->cache_dir);
-    else if (batchfit_cache_dir(ctx, dir, dir_len) != BATCHFIT_OK)
+    else if (batchfit_cache_dir(ctx, dir, dir_len) != BATCHFIT_OK) {
+        dir[0] = '\0';
         return batchfit__result_warn(ctx, result, "cache off: %s", batchfit_ctx_last_error(ctx));
+    }
     if (!opts->cache_key && !src->argv && !src->name) {
         dir[0] = '\0';
         return batchfit__result_warn(ctx, result,

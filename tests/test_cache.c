@@ -194,6 +194,47 @@ TEST(cache_in_process_probe_remembers)
     batchfit_ctx_free(ctx);
 }
 
+/* A cache directory too long to name (a deep HOME, a runaway variable)
+ * turns the cache off with a warning naming where it came from; the probe
+ * answers all the same (the cut path had been used as the directory, and
+ * the save after it crashed). */
+TEST(cache_a_directory_path_too_long_turns_the_cache_off)
+{
+    size_t n = 5000;
+    char *longdir = malloc(n + 1);
+    CHECK(longdir != NULL);
+    memset(longdir, 'd', n);
+    longdir[0] = '/';
+    longdir[n] = '\0';
+    char *saved = getenv("BATCHFIT_CACHE_DIR") ? strdup(getenv("BATCHFIT_CACHE_DIR")) : NULL;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB", &d),
+             BATCHFIT_OK);
+    for (int via_option = 0; via_option < 2; via_option++) {
+        batchfit_options o;
+        cache_options(&o, via_option ? longdir : NULL, "resnet");
+        setenv("BATCHFIT_CACHE_DIR", longdir, 1);
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+        CHECK_EQ(r->batch_size, 145);
+        CHECK(!r->cache_hit);
+        CHECK(r->cache_key == NULL);
+        CHECK_EQ(r->warning_count, 1);
+        CHECK_CONTAINS(r->warnings[0], "cache off: cache directory path is too long");
+        CHECK_CONTAINS(r->warnings[0], via_option ? "(cache_dir)" : "(BATCHFIT_CACHE_DIR)");
+        batchfit_result_free(r);
+    }
+    if (saved)
+        setenv("BATCHFIT_CACHE_DIR", saved, 1);
+    else
+        unsetenv("BATCHFIT_CACHE_DIR");
+    free(saved);
+    free(longdir);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
 /* A re-run that verifies the remembered size in one trial has no fit of
  * its own; stored in place of the remembered curve, it left the next probe
  * of a changed program nothing to continue from (it stopped 16 sizes
