@@ -25,15 +25,20 @@ struct probe_mpi {
     peer_fn peer_failed;
 };
 
-/* Where the plugin is: BATCHFIT_MPI_LIBRARY, beside this program (the
- * build tree), the installed library directory, then the loader's path. */
-static void *load(char *why, size_t why_len)
+/* Where the plugin is: BATCHFIT_MPI_LIBRARY alone when it is set (a wrong
+ * one is the user's to hear about, not a cue to load another), else beside
+ * this program (the build tree), the installed library directory, then the
+ * loader's path. */
+static void *load(const char *env, char *why, size_t why_len)
 {
-    const char *env = getenv("BATCHFIT_MPI_LIBRARY");
-    char self[PATH_MAX], candidates[3][PATH_MAX + 32];
+    if (env && *env) {
+        void *h = dlopen(env, RTLD_NOW | RTLD_GLOBAL);
+        if (!h)
+            snprintf(why, why_len, "%s", dlerror());
+        return h;
+    }
+    char self[PATH_MAX], candidates[2][PATH_MAX + 32];
     size_t n = 0;
-    if (env && *env)
-        snprintf(candidates[n++], sizeof candidates[0], "%s", env);
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len > 0) {
         self[len] = '\0';
@@ -48,11 +53,9 @@ static void *load(char *why, size_t why_len)
         void *h = dlopen(candidates[i], RTLD_NOW | RTLD_GLOBAL);
         if (h)
             return h;
-        if (i == 0)
-            snprintf(why, why_len, "%s", dlerror());
     }
     void *h = dlopen("libbatchfit-mpi.so", RTLD_NOW | RTLD_GLOBAL);
-    if (!h && n == 0)
+    if (!h)
         snprintf(why, why_len, "%s", dlerror());
     return h;
 }
@@ -64,13 +67,19 @@ int probe_mpi_start(probe_mpi **out)
     probe_mpi *m = calloc(1, sizeof *m);
     if (!m)
         return probe_bad_value("--mpi: out of memory");
-    m->handle = load(why, sizeof why);
+    const char *env = getenv("BATCHFIT_MPI_LIBRARY");
+    m->handle = load(env, why, sizeof why);
     if (!m->handle) {
         free(m);
-        fprintf(stderr, "batchfit probe: --mpi: cannot load libbatchfit-mpi.so (%s); build it "
-                        "with MPI installed (make builds it when mpicc exists) or set "
-                        "BATCHFIT_MPI_LIBRARY\n",
-                why);
+        if (env && *env)
+            fprintf(stderr, "batchfit probe: --mpi: cannot load the library the environment "
+                            "variable BATCHFIT_MPI_LIBRARY names: %s\n",
+                    why);
+        else
+            fprintf(stderr, "batchfit probe: --mpi: cannot load libbatchfit-mpi.so (%s); build "
+                            "it with MPI installed (make builds it when mpicc exists) or set "
+                            "BATCHFIT_MPI_LIBRARY\n",
+                    why);
         return EXIT_USAGE;
     }
     start_fn start = (start_fn)(uintptr_t)dlsym(m->handle, "batchfit_mpi_start");
@@ -81,7 +90,10 @@ int probe_mpi_start(probe_mpi **out)
     if (!start || !m->finish || !m->abort_job || !m->announce || !m->peer_failed) {
         dlclose(m->handle);
         free(m);
-        return probe_bad_value("--mpi: libbatchfit-mpi.so lacks batchfit_mpi_start and its kin");
+        return probe_bad_value(env && *env ? "--mpi: the library BATCHFIT_MPI_LIBRARY names "
+                                             "lacks batchfit_mpi_start and its kin"
+                                           : "--mpi: libbatchfit-mpi.so lacks "
+                                             "batchfit_mpi_start and its kin");
     }
     if (start(NULL, NULL, &m->ranks, &m->local_rank, why, sizeof why) != 0) {
         dlclose(m->handle);

@@ -4,7 +4,11 @@
 # on a sim device, and prints the program's last line (batch_size=N).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
+# Under the build folder, not /tmp: /tmp may be mounted noexec, and the
+# program built here must run.
+scratch=${BATCHFIT_TEST_BUILD:-$root/build}
+mkdir -p "$scratch"
+tmp=$(mktemp -d "$scratch/install-check.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 # Installed first under another PREFIX from the same build: the second
 # install must write its own paths into the .pc file (it once kept these).

@@ -44,6 +44,21 @@ const char *test_build_dir(void)
     return b ? b : "build";
 }
 
+/* The suite tests batchfit against its fakes and simulator, not against
+ * this machine: a driver here (the device lends a GPU) or the user's own
+ * settings would change what "auto" picks, the budgets and the messages.
+ * Tests that want a library or a limit set it themselves. */
+void test_isolate_environment(void)
+{
+    static const char *const user[] = {"VRAM_LIMIT_GB", "BATCHFIT_VRAM_LIMIT_GB",
+                                       "CUDA_VISIBLE_DEVICES", "BATCHFIT_MPI_LIBRARY",
+                                       "BATCHFIT_CACHE_DIR", "XDG_CACHE_HOME"};
+    for (size_t i = 0; i < sizeof user / sizeof user[0]; i++)
+        unsetenv(user[i]);
+    setenv("BATCHFIT_CUDA_LIBRARY", TEST_NO_CUDA, 1);
+    setenv("BATCHFIT_NVML_LIBRARY", TEST_NO_NVML, 1);
+}
+
 static int selected(const char *name, int argc, char **argv)
 {
     if (argc < 2)
@@ -57,6 +72,7 @@ static int selected(const char *name, int argc, char **argv)
 int main(int argc, char **argv)
 {
     unsigned passed = 0, failed = 0;
+    test_isolate_environment();
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (!selected(tests[i].name, argc, argv))
             continue;

@@ -67,6 +67,13 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 /* The repository root, for tests that run scripts or programs. */
 const char *test_source_dir(void);
 const char *test_build_dir(void);
+/* Where the suite's CUDA and NVML libraries point unless a test loads its
+ * fakes: nowhere, so no driver on the machine is ever used. */
+#define TEST_NO_CUDA "/nonexistent/libcuda.so.1"
+#define TEST_NO_NVML "/nonexistent/libnvidia-ml.so.1"
+/* Puts the environment back as the runner sets it up (no driver, no user
+ * limits); fake-GPU tests call it when they are done. */
+void test_isolate_environment(void);
 
 /* An allocator that counts calls, tracks outstanding blocks and can fail
  * the Nth allocation (fail_at, counting from 0; -1 never). */

@@ -142,6 +142,17 @@ TEST(child_process_walk_has_no_fixed_cap)
     char ready[64] = "";
     ssize_t got = read(out_fd, ready, sizeof ready - 1);
     ready[got > 0 ? got : 0] = '\0';
+    if (strncmp(ready, "short ", 6) == 0) {
+        /* A process limit here (RLIMIT_NPROC, a pids controller) is not
+         * what this test is about: there is no crowd to walk past. */
+        close(stop_fd);
+        char drain[64];
+        while (read(out_fd, drain, sizeof drain) > 0)
+            ;
+        close(out_fd);
+        fprintf(stderr, "    skipped: %s    (a process limit stopped the crowd)\n", ready);
+        return;
+    }
     char pidfile[256];
     tmp_path(pidfile, sizeof pidfile, "crowded");
     batchfit__runner_options o;

@@ -41,6 +41,7 @@ static void fake_teardown(void)
                                        "FAKE_NVML_GROW", "CUDA_VISIBLE_DEVICES"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
+    test_isolate_environment();
     unlink(state_path);
 }
 

@@ -51,6 +51,7 @@ static void fake_teardown(void)
         unsetenv(vars[i]);
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         unsetenv(knobs[i]);
+    test_isolate_environment();
     unlink(state_path);
 }
 

@@ -2,6 +2,7 @@
  * program that embeds batchfit runs it (real child processes throughout). */
 #include "test.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -134,7 +135,11 @@ TEST(probe_command_trial_that_did_not_run_is_an_error)
     CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
     int fds[64];
     int held = 0;
-    while (held < 64 && (fds[held] = dup(0)) >= 0)
+    /* Not dup(0): stdin may be closed where the tests run. */
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    CHECK(null >= 0);
+    fds[held++] = null;
+    while (held < 64 && (fds[held] = dup(null)) >= 0)
         held++;
     CHECK(held > 0);
     close(fds[--held]);

@@ -312,7 +312,7 @@ static int trainer(const char *extra, char *last, size_t len)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "%s/examples/trainer --batch-size 32 --global-batch 96 --steps 6 %s 2>/dev/null",
+             "'%s/examples/trainer' --batch-size 32 --global-batch 96 --steps 6 %s 2>/dev/null",
              test_build_dir(), extra);
     FILE *p = popen(cmd, "r");
     if (!p)
