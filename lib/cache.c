@@ -30,9 +30,20 @@ static int cache_dir(char *out, size_t len, char *err, size_t err_len)
         n = snprintf(out, len, "%s", explicit_dir);
     else if (xdg && xdg[0] == '/')
         n = snprintf(out, len, "%s/batchfit", xdg);
-    else if (home && *home)
+    else if (home && *home) {
+        /* ~/.cache is made when missing, HOME itself never: a HOME that is
+         * not there (a service account's /nonexistent) or is relative
+         * would have the cache make directories where nobody looks. */
+        struct stat st;
+        if (home[0] != '/' || stat(home, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            batchfit__errf(err, err_len,
+                           "no cache directory: HOME (%s) is not an existing absolute directory; "
+                           "set BATCHFIT_CACHE_DIR or XDG_CACHE_HOME",
+                           home);
+            return BATCHFIT_E_INVALID_ARGUMENT;
+        }
         n = snprintf(out, len, "%s/.cache/batchfit", home);
-    else {
+    } else {
         batchfit__errf(err, err_len,
                        "no cache directory: set BATCHFIT_CACHE_DIR, XDG_CACHE_HOME or HOME");
         return BATCHFIT_E_INVALID_ARGUMENT;

@@ -82,15 +82,31 @@ TEST(cache_directory_from_the_environment)
     CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_OK);
     CHECK_STR(dir, "/x/xdg/batchfit");
     unsetenv("XDG_CACHE_HOME");
-    setenv("HOME", "/x/home", 1);
+    char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", "/tmp", 1);
     CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_OK);
-    CHECK_STR(dir, "/x/home/.cache/batchfit");
+    CHECK_STR(dir, "/tmp/.cache/batchfit");
+    /* HOME itself is never made: one that is missing or relative is an
+     * error naming it, and nothing is created. */
+    static const char *const bad_homes[] = {"/nonexistent/batchfit-test-home", "relative/home",
+                                            "/etc/passwd"};
+    for (size_t i = 0; i < 3; i++) {
+        setenv("HOME", bad_homes[i], 1);
+        CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "HOME (");
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), bad_homes[i]);
+    }
+    CHECK(access("/nonexistent/batchfit-test-home", F_OK) != 0);
     unsetenv("HOME");
     CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "BATCHFIT_CACHE_DIR");
     if (saved_dir) {
         setenv("BATCHFIT_CACHE_DIR", saved_dir, 1);
         free(saved_dir);
+    }
+    if (saved_home) {
+        setenv("HOME", saved_home, 1);
+        free(saved_home);
     }
     batchfit_ctx_free(ctx);
 }
