@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +43,10 @@ struct batchfit__runner_s {
     unsigned device_pids_capacity;
     batchfit__buf mechanisms;
     unsigned long wakeups; /* iterations of the last trial's watch loop */
+    /* --show-output in the current trial: a reader of our stderr that has
+     * stopped (a full pipe), and what it was not given. */
+    int show_stalled;
+    uint64_t show_dropped;
     /* The GPUs trials run on (none: host memory), each with its own budget;
      * a trial's GPU peak is the worst one's, scaled to opts.budget_bytes. */
     unsigned gpu_count;
@@ -449,13 +454,36 @@ static void output_line(const batchfit__runner *r, output *o, stream *st)
     st->line_continued = 0;
 }
 
-static void output_feed(const batchfit__runner *r, output *o, stream *st, const char *buf,
-                        size_t n)
+/* --show-output's copy of the trial's output to our stderr. It never waits
+ * long: a reader that stopped reading (a full pipe, a pager left open) must
+ * not hold up the watchdog, the timeout or an interrupt. A chunk waits at
+ * most one sample interval for room; after a wait in vain only what fits at
+ * once is written until the reader takes some again. What is not written
+ * is counted, and said after the trial. */
+static void show_output(batchfit__runner *r, const char *buf, size_t n)
 {
-    if (r->opts.show_output) {
-        ssize_t ignored = write(2, buf, n);
-        (void)ignored;
+    while (n > 0 && !batchfit__interrupt_pending()) {
+        struct pollfd p = {2, POLLOUT, 0};
+        int wait_ms = r->show_stalled ? 0 : (int)(r->opts.sample_interval * 1000.0) + 1;
+        if (poll(&p, 1, wait_ms) <= 0 || !(p.revents & POLLOUT)) {
+            r->show_stalled = 1;
+            break;
+        }
+        /* Up to PIPE_BUF bytes go into a pipe that polls writable at once. */
+        ssize_t w = write(2, buf, n < PIPE_BUF ? n : PIPE_BUF);
+        if (w <= 0)
+            break;
+        r->show_stalled = 0;
+        buf += w;
+        n -= (size_t)w;
     }
+    r->show_dropped += n;
+}
+
+static void output_feed(batchfit__runner *r, output *o, stream *st, const char *buf, size_t n)
+{
+    if (r->opts.show_output)
+        show_output(r, buf, n);
     for (size_t i = 0; i < n; i++) {
         if (buf[i] == '\n') {
             output_line(r, o, st);
@@ -518,7 +546,7 @@ static void output_tail(const output *o, char *out, size_t len)
 }
 
 /* Reads what is available; returns 0 at end of file. */
-static int drain(const batchfit__runner *r, output *o, stream *st, int fd)
+static int drain(batchfit__runner *r, output *o, stream *st, int fd)
 {
     char buf[8192];
     for (;;) {
@@ -1176,6 +1204,8 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     int read_fds[2] = {fds[0], fds[2]};
     batchfit__proc_tree_clear(&r->tree);
     r->wakeups = 0;
+    r->show_stalled = 0;
+    r->show_dropped = 0;
     watch w;
     memset(&w, 0, sizeof w);
     w.watchdog_gpu = -1;
@@ -1235,6 +1265,11 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     }
     supervise(r, pid, read_fds, o, &w);
     close_all(read_fds, 2);
+    if (r->show_dropped)
+        batchfit__log(r->ctx, BATCHFIT_LOG_WARN,
+                      "--show-output: %llu bytes of the trial's output at batch size %llu were "
+                      "not shown: stderr was not being read (or the probe was interrupted)",
+                      (unsigned long long)r->show_dropped, (unsigned long long)batch);
     trial->seconds = batchfit__now() - w.start;
     classify(r, &w, o, trial);
     kill_everything(r, pid);

@@ -2,6 +2,7 @@
 #include "child_helpers.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -447,4 +448,60 @@ TEST(child_every_allocation_failure_is_clean)
         CHECK_EQ(st.outstanding, 0);
     }
     CHECK(total >= 5);
+}
+
+static void keep_warning(batchfit_log_level level, const char *message, void *userdata)
+{
+    if (level == BATCHFIT_LOG_WARN)
+        snprintf((char *)userdata, 512, "%s", message);
+}
+
+/* --show-output into a stderr nobody reads (a full pipe): the copy gives up
+ * instead of blocking, so the trial's timeout still ends it (the blocking
+ * copy had stopped the watch loop for good, timeout and watchdog with it),
+ * and what was not shown is said. */
+TEST(child_show_output_never_blocks_on_a_stalled_stderr)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    /* Fill the pipe: a reader that has stopped. */
+    int flags = fcntl(p[1], F_GETFL);
+    fcntl(p[1], F_SETFL, flags | O_NONBLOCK);
+    static const char block[4096] = {0};
+    while (write(p[1], block, sizeof block) > 0)
+        ;
+    fcntl(p[1], F_SETFL, flags);
+    fflush(stderr);
+    int saved = dup(2);
+    CHECK(saved >= 0);
+    dup2(p[1], 2);
+    char script[2100];
+    snprintf(script, sizeof script, "'%s' flood 1; exec '%s' hang", tool(), tool());
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.show_output = 1;
+    o.timeout_seconds = 0.5;
+    o.kill_grace_seconds = 0.2;
+    o.argv = argv;
+    char warning[512] = "";
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_ctx_set_log(ctx, keep_warning, warning, BATCHFIT_LOG_WARN);
+    batchfit__runner *r = NULL;
+    batchfit_trial t;
+    int rc = batchfit__runner_create(ctx, &o, &r);
+    if (rc == BATCHFIT_OK)
+        rc = batchfit__runner_trial(r, 1, &t);
+    batchfit__runner_free(r);
+    batchfit_ctx_free(ctx);
+    dup2(saved, 2);
+    close(saved);
+    close(p[0]);
+    close(p[1]);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_ERROR);
+    CHECK(t.process.timed_out);
+    /* 1 MiB of lines and "done" were written; none fitted. */
+    CHECK_CONTAINS(warning, "--show-output: 1048581 bytes of the trial's output at batch size 1 "
+                            "were not shown");
 }
