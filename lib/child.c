@@ -47,6 +47,7 @@ struct batchfit__runner_s {
      * stopped (a full pipe), and what it was not given. */
     int show_stalled;
     uint64_t show_dropped;
+    batchfit__guard guard; /* the current trial's */
     /* The GPUs trials run on (none: host memory), each with its own budget;
      * a trial's GPU peak is the worst one's, scaled to opts.budget_bytes. */
     unsigned gpu_count;
@@ -87,6 +88,7 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a runner");
     r->ctx = ctx;
     r->opts = *opts;
+    r->guard = (batchfit__guard){-1, -1};
     batchfit__proc_tree_init(&r->tree, &ctx->allocator);
     for (r->argc = 0; opts->argv[r->argc]; r->argc++) {
         char err[BATCHFIT_ERRMSG_MAX];
@@ -802,6 +804,7 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
         }
         if (!w->done && !w->failed && (w->failed = sample_memory(r, pid, w)) != 0)
             stop_trial(r, pid); /* a trial that cannot be watched must not run on */
+        batchfit__guard_tell(&r->guard, &r->tree);
         if (!w->done) {
             pid_t got = wait4(pid, &w->status, WNOHANG, &w->usage);
             if (got == pid) {
@@ -1254,8 +1257,15 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     }
     for (int i = 0; i < 2; i++)
         fcntl(read_fds[i], F_SETFL, fcntl(read_fds[i], F_GETFL) | O_NONBLOCK);
+    /* Without a guard the trial still runs, watched as before; only our
+     * own death would then leave its descendants behind. */
+    if (batchfit__guard_start(&r->guard, pid, &r->cg) != 0)
+        batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
+                      "no guard for the trial (%s): if batchfit is killed, its descendants "
+                      "outlive it", strerror(errno));
     output *o = batchfit__calloc(&r->ctx->allocator, 1, sizeof *o);
     if (!o) {
+        batchfit__guard_stop(&r->guard);
         kill(-pid, SIGKILL);
         waitpid(pid, NULL, 0);
         kill_everything(r, pid);
@@ -1272,6 +1282,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                       (unsigned long long)r->show_dropped, (unsigned long long)batch);
     trial->seconds = batchfit__now() - w.start;
     classify(r, &w, o, trial);
+    batchfit__guard_stop(&r->guard);
     kill_everything(r, pid);
     batchfit__free(&r->ctx->allocator, o);
     launch_free(&r->ctx->allocator, &l);

@@ -5,6 +5,7 @@
 #include "batchfit.h"
 
 #include <stdarg.h>
+#include <sys/types.h>
 
 #define BATCHFIT_ERRMSG_MAX 512
 
@@ -403,6 +404,21 @@ void batchfit__cgroup_destroy(batchfit__cgroup *cg);
  * name) is gone, as a SIGKILLed batchfit leaves them, killing what still
  * runs in them first. Returns how many. */
 unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg);
+
+/* guard.c: a process per trial that kills what the trial left running if
+ * we die before we could (kill -9): its process group, the processes it
+ * was told of (while each is still the same process) and its cgroup. */
+typedef struct batchfit__guard {
+    pid_t pid; /* -1: none */
+    int fd;    /* our end of its socket, -1: none */
+} batchfit__guard;
+/* Starts the guard of the trial whose group is pgid (and cgroup, cg->path
+ * when not ""); -1 (g left with none) if it cannot be started. */
+int batchfit__guard_start(batchfit__guard *g, pid_t pgid, const batchfit__cgroup *cg);
+/* Tells the guard the trial's processes as the last sample found them. */
+void batchfit__guard_tell(batchfit__guard *g, const batchfit__proc_tree *tree);
+/* The trial ended under our watch: the guard stands down and is reaped. */
+void batchfit__guard_stop(batchfit__guard *g);
 
 /* parse.c: a plain decimal number with optional fraction, no sign. */
 int batchfit__parse_decimal(const char *text, double *out, const char **end);

@@ -8,8 +8,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -564,4 +566,137 @@ TEST(child_watchdog_stops_a_worker_in_its_own_session)
     unlink(progress);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
+}
+
+/* Whether pid ends within seconds: its pidfd polls readable when it has
+ * (SIGKILL is sent at once, but a process takes a moment to die). */
+static int ends_within(long pid, int seconds)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (fd >= 0) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int ready = poll(&p, 1, seconds * 1000);
+        close(fd);
+        if (ready > 0)
+            return 1;
+    }
+#endif
+    /* No pidfd (an old kernel, valgrind): the condition itself, looked at
+     * every 10 ms until it holds or the time is up. */
+    for (int tick = 0; tick < seconds * 100; tick++) {
+        if (!alive(pid))
+            return 1;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return !alive(pid);
+}
+
+/* The start time the process walk reads for pid (0 if it is gone). */
+static unsigned long long start_time(long pid)
+{
+    test_alloc_state st = {0, -1, 0, 0};
+    batchfit_allocator a = test_allocator(&st);
+    batchfit__proc_tree tree;
+    batchfit__proc_tree_init(&tree, &a);
+    uint64_t rss = 0;
+    unsigned long long start = 0;
+    if (batchfit__proc_tree_rss(&tree, pid, &rss) == 0)
+        for (unsigned i = 0; i < tree.count; i++)
+            if (tree.member[i].pid == pid)
+                start = tree.member[i].start;
+    batchfit__proc_tree_free(&tree);
+    return start;
+}
+
+/* A batchfit killed with SIGKILL cannot clean up after its trial; the
+ * trial's guard does: the trial's group and a grandchild in a session of
+ * its own that the guard was told of die with it. A process it was told of
+ * under another start time (its pid reused since) is left alone, and so
+ * is the guard itself until it is done (the walk finds it too). The
+ * "batchfit" here is a forked process that starts the trial and its guard
+ * as the runner does, tells the guard, says so, and is killed. */
+TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
+{
+    pid_t decoy = fork();
+    if (decoy == 0) {
+        for (;;)
+            pause();
+    }
+    CHECK(decoy > 0);
+    int told[2];
+    CHECK_EQ(pipe(told), 0);
+    pid_t parent = fork();
+    if (parent == 0) {
+        close(told[0]);
+        dup2(told[1], 1); /* the guard keeps stdout: EOF says it is done */
+        close(told[1]);
+        int notify[2];
+        if (pipe(notify) != 0)
+            _exit(1);
+        pid_t trial = fork();
+        if (trial == 0) {
+            setpgid(0, 0);
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 1);
+            close(notify[0]);
+            char fd[16];
+            snprintf(fd, sizeof fd, "%d", notify[1]);
+            execl(tool(), tool(), "orphan-notify", fd, (char *)NULL);
+            _exit(127);
+        }
+        setpgid(trial, trial);
+        close(notify[1]);
+        long main_pid = 0, grandchild = 0;
+        FILE *f = fdopen(notify[0], "r");
+        if (!f || fscanf(f, "%ld %ld", &main_pid, &grandchild) != 2)
+            _exit(1);
+        batchfit__cgroup none;
+        memset(&none, 0, sizeof none);
+        batchfit__guard g;
+        if (batchfit__guard_start(&g, trial, &none) != 0)
+            _exit(1);
+        /* The walk finds every child of batchfit: the guard is one. */
+        batchfit__proc_member members[3] = {{(long)g.pid, start_time((long)g.pid)},
+                                            {grandchild, start_time(grandchild)},
+                                            {(long)decoy, start_time((long)decoy) + 1}};
+        batchfit__proc_tree tree;
+        memset(&tree, 0, sizeof tree);
+        tree.member = members;
+        tree.count = 3;
+        batchfit__guard_tell(&g, &tree);
+        printf("%ld %ld\n", main_pid, grandchild);
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
+    close(told[1]);
+    FILE *f = fdopen(told[0], "r");
+    long main_pid = 0, grandchild = 0;
+    int got = f != NULL && fscanf(f, "%ld %ld", &main_pid, &grandchild) == 2;
+    int were_alive = got && alive(main_pid) && alive(grandchild);
+    kill(parent, SIGKILL);
+    waitpid(parent, NULL, 0);
+    /* The guard holds the other end of this pipe until it has done its work. */
+    char rest[64];
+    while (f && fread(rest, 1, sizeof rest, f) > 0)
+        ;
+    if (f)
+        fclose(f);
+    int main_alive = got && !ends_within(main_pid, 10);
+    int grandchild_alive = got && !ends_within(grandchild, 10);
+    int decoy_alive = alive((long)decoy);
+    /* Nothing left behind whatever the checks find. */
+    kill(decoy, SIGKILL);
+    waitpid(decoy, NULL, 0);
+    if (got && main_alive)
+        kill((pid_t)main_pid, SIGKILL);
+    if (got && grandchild_alive)
+        kill((pid_t)grandchild, SIGKILL);
+    CHECK(got);
+    CHECK(were_alive);
+    CHECK(!main_alive);
+    CHECK(!grandchild_alive);
+    CHECK(decoy_alive);
 }
