@@ -76,6 +76,22 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
     }
     if (opts->vram_limit_bytes) {
         b->vram_limit_bytes = opts->vram_limit_bytes;
+        /* An explicit budget the limit cuts is said: the two came from
+         * different places (a flag, the environment) and one loses. */
+        if (opts->memory_budget_bytes && opts->vram_limit_bytes < b->usable_bytes) {
+            char limit[32], asked[32];
+            batchfit__format_bytes_apart((double)opts->vram_limit_bytes,
+                                         (double)opts->memory_budget_bytes, limit, asked,
+                                         sizeof limit);
+            rc = batchfit__result_warn(ctx, result,
+                                       "the VRAM limit of %s (%s) caps the memory budget of %s%s%s: "
+                                       "using %s",
+                                       limit,
+                                       opts->vram_limit_source ? opts->vram_limit_source : "options",
+                                       asked, gpu ? " on " : "", gpu ? gpu : "", limit);
+            if (rc)
+                return rc;
+        }
         b->usable_bytes = min_u64(b->usable_bytes, opts->vram_limit_bytes);
         /* A limit above the whole device limits nothing: likely a limit
          * meant for another device (80 GB set, a 24 GB card in use). */

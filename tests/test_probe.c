@@ -355,6 +355,20 @@ TEST(probe_vram_limit_and_memory_budget_cap_the_budget)
     CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
     for (size_t i = 0; i < f.result->warning_count; i++)
         CHECK(strstr(f.result->warnings[i], "VRAM limit") == NULL);
+    /* An explicit budget the limit cuts is said, with where the limit came
+     * from; one within the limit is not. */
+    f.opts.memory_budget_bytes = UINT64_C(16) << 30;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->budget.usable_bytes, UINT64_C(8) << 30);
+    CHECK_EQ(f.result->warning_count, 1);
+    CHECK_STR(f.result->warnings[0],
+              "the VRAM limit of 8.00 GiB (environment variable VRAM_LIMIT_GB) caps the memory "
+              "budget of 16.00 GiB: using 8.00 GiB");
+    f.opts.memory_budget_bytes = UINT64_C(6) << 30;
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_OK);
+    CHECK_EQ(f.result->budget.usable_bytes, UINT64_C(6) << 30);
+    for (size_t i = 0; i < f.result->warning_count; i++)
+        CHECK(strstr(f.result->warnings[i], "VRAM limit") == NULL);
     CHECK_EQ(f.step.builds, f.step.releases);
     CHECK(device_is_clean(f.dev));
     fixture_close(&f);
