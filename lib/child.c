@@ -1205,6 +1205,13 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         }
     }
     int read_fds[2] = {fds[0], fds[2]};
+    /* Started before the trial, so its fork delays none of the trial's
+     * samples. Without a guard the trial still runs, watched as before;
+     * only our own death would then leave its descendants behind. */
+    if (batchfit__guard_start(&r->guard, &r->cg) != 0)
+        batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
+                      "no guard for the trial (%s): if batchfit is killed, its descendants "
+                      "outlive it", strerror(errno));
     batchfit__proc_tree_clear(&r->tree);
     r->wakeups = 0;
     r->show_stalled = 0;
@@ -1223,18 +1230,21 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     close_all((int[]){fds[1], fds[3], fds[5]}, 3);
     if (pid < 0) {
         int e = errno;
+        batchfit__guard_stop(&r->guard);
         close_all((int[]){fds[0], fds[2], fds[4]}, 3);
         launch_free(&r->ctx->allocator, &l);
         batchfit__cgroup_destroy(&r->cg);
         return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot fork: %s", strerror(e));
     }
     setpgid(pid, pid);
+    batchfit__guard_group(&r->guard, pid);
     int report[2] = {0, 0};
     ssize_t got = read(fds[4], report, sizeof report);
     close(fds[4]);
     if (got == (ssize_t)sizeof report) {
         char interp[256];
         waitpid(pid, NULL, 0);
+        batchfit__guard_stop(&r->guard);
         close_all(read_fds, 2);
         batchfit__cgroup_destroy(&r->cg);
         if (report[0] == STAGE_CGROUP)
@@ -1257,12 +1267,6 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     }
     for (int i = 0; i < 2; i++)
         fcntl(read_fds[i], F_SETFL, fcntl(read_fds[i], F_GETFL) | O_NONBLOCK);
-    /* Without a guard the trial still runs, watched as before; only our
-     * own death would then leave its descendants behind. */
-    if (batchfit__guard_start(&r->guard, pid, &r->cg) != 0)
-        batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
-                      "no guard for the trial (%s): if batchfit is killed, its descendants "
-                      "outlive it", strerror(errno));
     output *o = batchfit__calloc(&r->ctx->allocator, 1, sizeof *o);
     if (!o) {
         batchfit__guard_stop(&r->guard);

@@ -5,7 +5,9 @@
  * parent-death signal: its descendants, daemonised ones among them, would
  * run on. The guard holds one end of a socket whose other end only we hold.
  * We tell it each process of the trial as the samples find it; at the
- * trial's end we tell it to stand down. If the socket closes without that,
+ * trial's end we tell it to stand down. It is forked before the trial (its
+ * fork then delays none of the trial's samples) and told the trial's
+ * process group first. If the socket closes without that,
  * we are gone, and the guard kills the trial's process group, every process
  * it was told of that is still the same process (its start time), and the
  * trial's cgroup, which it then removes.
@@ -102,8 +104,9 @@ static void kill_listed(const char *procs)
     close(fd);
 }
 
-static _Noreturn void guard_run(int fd, pid_t pgid, const batchfit__cgroup *cg, const char *procs)
+static _Noreturn void guard_run(int fd, const batchfit__cgroup *cg, const char *procs)
 {
+    pid_t pgid = 0;
     /* mmap, not malloc: no lock another thread of the parent may hold.
      * Without it the group and the cgroup are still killed. */
     batchfit__proc_member *set = mmap(NULL, GUARD_SET * sizeof *set, PROT_READ | PROT_WRITE,
@@ -134,13 +137,18 @@ static _Noreturn void guard_run(int fd, pid_t pgid, const batchfit__cgroup *cg, 
         for (size_t i = 0; i < (size_t)got / sizeof message[0]; i++) {
             if (message[i].pid == 0)
                 _exit(0); /* the trial ended under our watch: stand down */
+            if (message[i].start == 0) {
+                pgid = (pid_t)message[i].pid; /* the trial's group */
+                continue;
+            }
             /* The walk finds every child of ours, the guard among them. */
             if (set && message[i].pid != (long)getpid())
                 remember(set, &message[i]);
         }
     }
     /* We are gone: the trial goes too. */
-    kill(-pgid, SIGKILL);
+    if (pgid > 0)
+        kill(-pgid, SIGKILL);
     for (unsigned i = 0; set && i < GUARD_SET; i++)
         if (set[i].pid > 0 && start_of(set[i].pid) == set[i].start)
             kill((pid_t)set[i].pid, SIGKILL);
@@ -156,7 +164,7 @@ static _Noreturn void guard_run(int fd, pid_t pgid, const batchfit__cgroup *cg, 
     _exit(0);
 }
 
-int batchfit__guard_start(batchfit__guard *g, pid_t pgid, const batchfit__cgroup *cg)
+int batchfit__guard_start(batchfit__guard *g, const batchfit__cgroup *cg)
 {
     g->pid = -1;
     g->fd = -1;
@@ -166,11 +174,10 @@ int batchfit__guard_start(batchfit__guard *g, pid_t pgid, const batchfit__cgroup
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return -1;
-    /* The trial and its descendants already forked: only the guard has sv[1]. */
     pid_t pid = fork();
     if (pid == 0) {
         close(sv[0]);
-        guard_run(sv[1], pgid, cg, procs);
+        guard_run(sv[1], cg, procs);
     }
     int e = errno;
     close(sv[1]);
@@ -182,6 +189,14 @@ int batchfit__guard_start(batchfit__guard *g, pid_t pgid, const batchfit__cgroup
     g->pid = pid;
     g->fd = sv[0];
     return 0;
+}
+
+void batchfit__guard_group(batchfit__guard *g, pid_t pgid)
+{
+    /* A start time of 0 names the group (no process of ours started at 0). */
+    batchfit__proc_member group = {(long)pgid, 0};
+    if (g->fd >= 0)
+        send(g->fd, &group, sizeof group, MSG_NOSIGNAL);
 }
 
 void batchfit__guard_tell(batchfit__guard *g, const batchfit__proc_tree *tree)

@@ -412,9 +412,11 @@ typedef struct batchfit__guard {
     pid_t pid; /* -1: none */
     int fd;    /* our end of its socket, -1: none */
 } batchfit__guard;
-/* Starts the guard of the trial whose group is pgid (and cgroup, cg->path
- * when not ""); -1 (g left with none) if it cannot be started. */
-int batchfit__guard_start(batchfit__guard *g, pid_t pgid, const batchfit__cgroup *cg);
+/* Starts a guard for the next trial (its cgroup, cg->path when not "");
+ * -1 (g left with none) if it cannot be started. Started before the trial
+ * is forked, it is then told the trial's group. */
+int batchfit__guard_start(batchfit__guard *g, const batchfit__cgroup *cg);
+void batchfit__guard_group(batchfit__guard *g, pid_t pgid);
 /* Tells the guard the trial's processes as the last sample found them. */
 void batchfit__guard_tell(batchfit__guard *g, const batchfit__proc_tree *tree);
 /* The trial ended under our watch: the guard stands down and is reaped. */

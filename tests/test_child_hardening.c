@@ -655,8 +655,9 @@ TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
         batchfit__cgroup none;
         memset(&none, 0, sizeof none);
         batchfit__guard g;
-        if (batchfit__guard_start(&g, trial, &none) != 0)
+        if (batchfit__guard_start(&g, &none) != 0)
             _exit(1);
+        batchfit__guard_group(&g, trial);
         /* The walk finds every child of batchfit: the guard is one. */
         batchfit__proc_member members[3] = {{(long)g.pid, start_time((long)g.pid)},
                                             {grandchild, start_time(grandchild)},
