@@ -1213,6 +1213,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                       "no guard for the trial (%s): if batchfit is killed, its descendants "
                       "outlive it", strerror(errno));
     batchfit__proc_tree_clear(&r->tree);
+    r->tree.other = r->guard.pid > 0 ? (long)r->guard.pid : 0; /* its memory is not the trial's */
     r->wakeups = 0;
     r->show_stalled = 0;
     r->show_dropped = 0;

@@ -344,6 +344,7 @@ typedef struct batchfit__proc_tree {
      * and the sum only finds the members. On from init. */
     int proportional;
     int rollup; /* this kernel has smaps_rollup */
+    long other; /* a child of ours that is not the trial's (its guard), 0: none */
 } batchfit__proc_tree;
 void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *a);
 /* Forgets the members, keeps the space (between trials). */

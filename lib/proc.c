@@ -291,7 +291,8 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
 {
     /* Descendants are found by walking /proc and following parent links;
      * a process whose parent already died was reparented to us (we are a
-     * child subreaper), so our own children count as part of the trial. */
+     * child subreaper), so our own children count as part of the trial
+     * (all but t->other, the trial's guard). */
     long self = (long)getpid();
     int rc = 0;
     size_t n = scan_proc(t, &rc);
@@ -302,7 +303,7 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     unsigned sorted = t->count;
     for (size_t i = 0; i < n; i++) {
         batchfit__proc_entry *x = &t->scan[i];
-        if (x->pid == root || (x->ppid == self && x->pid != self) ||
+        if (x->pid == root || (x->ppid == self && x->pid != self && x->pid != t->other) ||
             member_has(t, sorted, x->pid, x->start))
             x->state = 1;
     }
