@@ -73,7 +73,8 @@ BATCHFIT_API const char *batchfit_version_string(void);
     X(DEVICE, 7, "the device reported an error")                                     \
     X(TRIAL_LIMIT, 8, "the trial limit was reached before any batch size fitted")    \
     X(PARSE, 9, "a value could not be parsed")                                       \
-    X(NOT_FOUND, 10, "no such entry")
+    X(NOT_FOUND, 10, "no such entry")                                                \
+    X(OUTPUT, 11, "an output of the answer could not be written")
 
 typedef enum batchfit_code {
 #define BATCHFIT_X_ENUM(name, value, text) BATCHFIT_E_##name = value,
@@ -696,6 +697,10 @@ struct batchfit_result {
      * measured peaks predicts 188 (not run) over ..."); NULL when no search
      * settled. */
     const char *stop_reason;
+    /* 1 when fit is the curve the cache remembered (cache_hit): it still
+     * describes every peak this probe measured, which were too few (one or
+     * two verifying trials) to draw a line of their own. */
+    int fit_remembered;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */

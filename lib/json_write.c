@@ -370,6 +370,7 @@ int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
         number(&w, "bytes_per_sample", r->fit.bytes_per_sample);
         number(&w, "max_residual_bytes", r->fit.max_residual_bytes);
         u64(&w, "points", r->fit.points);
+        boolean(&w, "remembered", r->fit_remembered);
         end_object(&w);
     } else {
         null(&w, "fit");

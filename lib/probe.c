@@ -262,38 +262,38 @@ static int cache_lookup(batchfit_ctx *ctx, batchfit_options *opts, const trial_s
     return BATCHFIT_OK;
 }
 
-/* The line to remember. A probe that verified a remembered size ran one or
- * two trials: its own fit rests on fewer points than the remembered one
+/* Whether the remembered line stays the result's (and is stored again).
+ * A probe that verified a remembered size ran one or two trials: its own fit rests on fewer points than the remembered one
  * (none at all after one trial), and stored in its place it lost the curve
  * the next probe continues from (a changed program then stopped 16 sizes
  * short). Where the remembered line still describes every peak this probe
  * measured, it is kept; otherwise the program changed, and the new fit,
  * however short, is what is known of it. */
-static batchfit_fit fit_to_remember(const batchfit_options *opts, const batchfit_result *result)
+static int keeps_remembered_fit(const batchfit_options *opts, const batchfit_result *result)
 {
     const batchfit_fit *old = &opts->cached_fit;
     unsigned now = result->fit.valid ? result->fit.points : 0;
     if (!result->cache_hit || !old->valid || old->points <= now)
-        return result->fit;
+        return 0;
     for (size_t i = 0; i < result->trial_count; i++) {
         const batchfit_trial *t = &result->trials[i];
         if (t->outcome == BATCHFIT_FITS && t->peak_known &&
             !batchfit__fit_explains(old, (double)t->batch, (double)t->peak_bytes,
                                     result->budget.peak_spread, NULL))
-            return result->fit;
+            return 0;
     }
-    return *old;
+    return 1;
 }
 
-static int cache_save(batchfit_ctx *ctx, const batchfit_options *opts, const trial_source *src,
-                      const char *dir, batchfit_result *result)
+static int cache_save(batchfit_ctx *ctx, const trial_source *src, const char *dir,
+                      batchfit_result *result)
 {
     batchfit_cache_entry e;
     memset(&e, 0, sizeof e);
     batchfit__copy(e.key, sizeof e.key, result->cache_key);
     e.batch_size = result->batch_size;
     e.budget_bytes = result->budget.budget_bytes;
-    e.fit = fit_to_remember(opts, result);
+    e.fit = result->fit; /* the remembered one where it still holds (see probe) */
     /* A one-line summary for batchfit cache list, cut to the field. */
     batchfit__buf d;
     batchfit__buf_init(&d, &ctx->allocator);
@@ -436,12 +436,19 @@ static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_devi
         if (rc == BATCHFIT_OK)
             rc = warn_after_search(ctx, opts, result);
     }
+    /* A verifying re-run's own line rests on one or two trials (two
+     * neighbours' noise can tilt it anywhere): the remembered curve, where
+     * it still describes them, is what the result reports and stores. */
+    if (rc == BATCHFIT_OK && keeps_remembered_fit(opts, result)) {
+        result->fit = opts->cached_fit;
+        result->fit_remembered = 1;
+    }
     if (result->budget.held_bytes || result->gpu_count)
         batchfit__device_release(device);
     /* Across ranks, rank 0 searched and remembers; the others only ran trials. */
     if (rc == BATCHFIT_OK && dir[0] && result->source == BATCHFIT_SOURCE_MEASURED &&
         !(batchfit__ranks_active(opts) && opts->ranks->rank != 0))
-        rc = cache_save(ctx, opts, src, dir, result);
+        rc = cache_save(ctx, src, dir, result);
     return rc;
 }
 

@@ -262,6 +262,7 @@ static void read_outcome(reader *r, const jt_value *root)
         uint64_t points = 0;
         get_u64(r, f, "points", &points, NULL);
         res->fit.points = (unsigned)points;
+        get_bool(r, f, "remembered", &res->fit_remembered);
     }
     const jt_value *o = section(r, root, "result");
     get_u64(r, o, "batch_size", &res->batch_size, NULL);

@@ -217,7 +217,9 @@ void probe_print_summary(const session *s)
                      "linearly with the batch here, or its peaks vary between runs)",
                      off);
         }
-        fprintf(stderr, "  fitted memory: %s + %s per sample%s\n", fixed, per, stray);
+        fprintf(stderr, "  fitted memory: %s + %s per sample%s%s\n", fixed, per,
+                r->fit_remembered ? " (the cache's curve; this run's peaks lie on it)" : "",
+                stray);
     } else if (r->fit.valid) {
         /* A line that falls says the peaks did not grow with the batch
          * (noise, or memory the program holds regardless). */

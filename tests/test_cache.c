@@ -276,6 +276,18 @@ TEST(cache_a_verifying_rerun_keeps_the_remembered_curve)
     CHECK_EQ(batchfit_probe(ctx, &o, a, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
     CHECK(r->cache_hit);
     CHECK_EQ(r->trial_count, 1);
+    /* The result reports that curve too (its one trial draws no line; two
+     * neighbours' noise could tilt one anywhere), and says whose it is. */
+    CHECK_EQ(r->fit_remembered, 1);
+    CHECK_EQ(r->fit.points, first.points);
+    CHECK(r->fit.bytes_per_sample == first.bytes_per_sample);
+    const char *json = NULL;
+    CHECK_EQ(batchfit_result_json(ctx, r, &json), BATCHFIT_OK);
+    CHECK_CONTAINS(json, "\"remembered\": true");
+    batchfit_result *back = NULL;
+    CHECK_EQ(batchfit_result_from_json(ctx, json, strlen(json), &back), BATCHFIT_OK);
+    CHECK_EQ(back->fit_remembered, 1);
+    batchfit_result_free(back);
     batchfit_cache_entry e;
     CHECK_EQ(batchfit_cache_load(ctx, dir, r->cache_key, &e), BATCHFIT_OK);
     batchfit_result_free(r);
@@ -298,6 +310,7 @@ TEST(cache_a_verifying_rerun_keeps_the_remembered_curve)
     CHECK(r->cache_hit);
     CHECK_EQ(r->trials[0].batch, answer_a);
     CHECK_EQ(r->batch_size, answer_b);
+    CHECK_EQ(r->fit_remembered, 0); /* the changed program's own line */
     batchfit_result_free(r);
     CHECK_EQ(batchfit_cache_load(ctx, dir, key_b, &e), BATCHFIT_OK);
     CHECK(e.fit.valid);

@@ -29,6 +29,8 @@ class Fit:
     bytes_per_sample: float
     max_residual_bytes: float
     points: int
+    # The cache's remembered curve, which this probe's few verifying peaks lie on.
+    remembered: bool = False
 
     def predict(self, batch: int) -> float:
         """The fitted peak in bytes at ``batch``."""
@@ -59,7 +61,8 @@ class Result:
             for t in data.get("trials", [])]
         f = data.get("fit")
         self.fit: Optional[Fit] = (Fit(f["intercept_bytes"], f["bytes_per_sample"],
-                                       f["max_residual_bytes"], f["points"]) if f else None)
+                                       f["max_residual_bytes"], f["points"],
+                                       bool(f.get("remembered", False))) if f else None)
         self.warnings: List[str] = list(data.get("warnings", []))
         self.budget: Dict[str, Any] = dict(data.get("budget") or {})
         self.device: Dict[str, Any] = dict(data.get("device") or {})
