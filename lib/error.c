@@ -65,6 +65,8 @@ int batchfit_exit_status(int code)
     case BATCHFIT_E_NO_DEVICE:
     case BATCHFIT_E_DEVICE:
         return 5;
+    case BATCHFIT_E_OUTPUT:
+        return 6;
     case BATCHFIT_E_ABORTED:
         return 130;
     }

@@ -2,7 +2,10 @@
  * Subcommands: probe, info, estimate, cache, plot. */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -18,8 +21,25 @@ static void usage(FILE *f)
             "`batchfit probe --help` lists the probe's options.\n");
 }
 
+int cli_stdout_closed;
+
+static void hold_standard_streams(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        /* The lowest free number: this one, as those below it are open. */
+        int held = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+        if (held >= 0 && held != fd)
+            close(held);
+        if (fd == 1)
+            cli_stdout_closed = 1;
+    }
+}
+
 int main(int argc, char **argv)
 {
+    hold_standard_streams();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -21,6 +21,12 @@ enum {
     EXIT_INTERRUPTED = 130
 };
 
+/* batchfit.c: a standard stream that started closed (`>&-`) holds
+ * /dev/null instead, so no file batchfit opens takes its number (progress
+ * would be written into it); an answer meant for a stdout that started
+ * closed is still not written, and says so. */
+extern int cli_stdout_closed;
+
 int cli_probe(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_estimate(int argc, char **argv);

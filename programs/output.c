@@ -195,6 +195,8 @@ int cli_output_write(const export_target *t, const char *text, int interrupted)
 {
     switch (t->kind) {
     case EXPORT_STDOUT:
+        if (cli_stdout_closed)
+            return fail(t, "cannot write to stdout", EBADF);
         if (fputs(text, stdout) == EOF || fflush(stdout) != 0)
             return fail(t, "cannot write to stdout", errno);
         return 0;

@@ -97,11 +97,13 @@ static int check_input(session *s)
                       "(see batchfit probe --help)",
                       c->device_spec);
     if (sim && (c->oom_pattern_count || c->cmd.enforce || c->cmd.crash_is_oom ||
-                c->timeout_seconds > 0 || c->cmd.show_output || !c->cmd.watchdog || c->no_cgroup))
+                c->timeout_seconds > 0 || c->cmd.show_output || !c->cmd.watchdog || c->no_cgroup ||
+                c->cmd.enforce_address_space || c->sample_interval_ms > 0))
         return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
-                      "--oom-pattern, --enforce, --crash-is-oom, --timeout, --show-output, "
-                      "--no-watchdog and --no-cgroup apply to a COMMAND; --device %s runs the "
-                      "sim device's synthetic step in-process",
+                      "--oom-pattern, --enforce, --enforce-address-space, --crash-is-oom, "
+                      "--timeout, --sample-interval, --show-output, --no-watchdog and "
+                      "--no-cgroup apply to a COMMAND; --device %s runs the sim device's "
+                      "synthetic step in-process",
                       c->device_spec);
     if (!sim && c->command_argc == 0)
         return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
@@ -277,27 +279,47 @@ static int run(session *s)
         fprintf(stderr, "batchfit probe: interrupted\n");
     /* An answer whose JSON or picture could not be written is still
      * printed (exit 6 says what was lost): the trials that found it are not
-     * run again for a full disk. */
+     * run again for a full disk. The JSON goes last, so that what it says
+     * of the end (exit_code, error) is the end: a picture or an answer on
+     * stdout that could not be written is exit 6 there too. */
     int found = exit_code == EXIT_FOUND;
-    if (probe_export_json(s, 1) != 0 && found)
-        exit_code = EXIT_EXPORT_FAILED;
+    static char lost[320];
+    lost[0] = '\0';
     if (probe_export_svg(s) != 0 && found)
-        exit_code = EXIT_EXPORT_FAILED;
+        snprintf(lost, sizeof lost, "the picture could not be written to --plot %s",
+                 s->plot.path);
     if (found && probe_mpi_rank(s->mpi) == 0) {
         probe_print_summary(s);
+        /* With --export-json - the JSON is the answer on stdout. */
+        int answer_here = s->mpi || s->export.kind != EXPORT_STDOUT || !s->export.path;
         if (s->mpi)
             probe_print_agreement(s);
-        else if (s->export.kind != EXPORT_STDOUT || !s->export.path)
+        else if (answer_here)
             printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);
         /* The answer is the output: if it could not be written, say so;
          * a reader that went away (EPIPE, as with | head) chose not to read. */
         errno = 0;
-        if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE) {
+        if (cli_stdout_closed && answer_here && !lost[0]) {
+            fprintf(stderr, "batchfit probe: cannot write the result to stdout: it is closed\n");
+            snprintf(lost, sizeof lost, "cannot write the result to stdout: it is closed");
+        } else if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE) {
+            int e = errno ? errno : EIO;
             fprintf(stderr, "batchfit probe: cannot write the result to stdout: %s\n",
-                    strerror(errno ? errno : EIO));
-            exit_code = EXIT_EXPORT_FAILED;
+                    strerror(e));
+            if (!lost[0])
+                snprintf(lost, sizeof lost, "cannot write the result to stdout: %s",
+                         strerror(e));
         }
     }
+    if (lost[0]) {
+        exit_code = EXIT_EXPORT_FAILED;
+        s->result->status = BATCHFIT_E_OUTPUT;
+        if (s->result->agreed)
+            s->result->agreed_status = BATCHFIT_E_OUTPUT;
+        s->result->error = lost;
+    }
+    if (probe_export_json(s, 1) != 0 && found)
+        exit_code = EXIT_EXPORT_FAILED;
     if (stopped_by_signal(s, &exit_code) && exit_code == EXIT_EXPORT_FAILED)
         exit_code = 128 + probe_interrupted;
     probe_mpi_finish(s->mpi);

@@ -27,7 +27,7 @@ typedef struct probe_cli {
     const char *oom_patterns[MAX_OOM_PATTERNS + 1];
     unsigned oom_pattern_count;
     double timeout_seconds;
-    double sample_interval_ms;
+    double sample_interval_ms; /* 0: not given (20 ms) */
     uint64_t max_trials;
     int quiet, no_cache, no_cgroup;
     int mpi;                 /* one rank of an MPI job (probe_mpi.c) */

@@ -4,6 +4,7 @@
  * flag, before anything runs. */
 #include "probe.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -355,7 +356,10 @@ static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const c
         char *end;
         errno = 0;
         double v = strtod(value, &end);
-        if (errno || end == value || *end || !isfinite(v) || v <= 0.0 || v > 1e9) {
+        /* Decimal only: strtod also reads " 5", "0x10" and "infinity". */
+        int decimal = (isdigit((unsigned char)value[0]) || value[0] == '.') &&
+                      !strpbrk(value, "xXpP");
+        if (!decimal || errno || end == value || *end || !isfinite(v) || v <= 0.0 || v > 1e9) {
             char message[512];
             snprintf(message, sizeof message,
                      "%s: invalid value \"%.200s\": expected a positive number, at most 1e9",
@@ -383,7 +387,7 @@ static void defaults(probe_cli *c)
     /* The CLI measures or fails: a size it did not measure is not an answer. */
     c->opts.no_device = BATCHFIT_NO_DEVICE_ERROR;
     c->device_spec = NULL; /* auto, or under --mpi this rank's GPU */
-    c->sample_interval_ms = 20.0;
+    c->sample_interval_ms = 0.0; /* not given: 20 ms */
     c->max_trials = BATCHFIT_DEFAULT_MAX_TRIALS;
     set_style(NULL, c, "auto");
 }
@@ -456,7 +460,8 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
      * the job's size is known. */
     c->opts.parallel = c->parallel ? BATCHFIT_MAX_GPUS : 0;
     c->cmd.timeout_seconds = c->timeout_seconds;
-    c->cmd.sample_interval = c->sample_interval_ms / 1000.0;
+    c->cmd.sample_interval =
+        (c->sample_interval_ms > 0.0 ? c->sample_interval_ms : 20.0) / 1000.0;
     c->cmd.cgroups = c->no_cgroup ? BATCHFIT_CGROUPS_OFF : BATCHFIT_CGROUPS_AUTO;
     c->cmd.oom_patterns = c->oom_patterns;
     c->cmd.argv = (const char *const *)c->command;

@@ -139,6 +139,8 @@ static int start_program(run *r, const char *program, const char *const *argv,
             if (strncmp(envs[i], "TEST_CHDIR=", 11) == 0) {
                 if (chdir(envs[i] + 11) != 0)
                     _exit(126);
+            } else if (strcmp(envs[i], "TEST_CLOSE_STDOUT=1") == 0) {
+                close(1); /* as `batchfit ... >&-` runs it */
             } else if (strcmp(envs[i], "TEST_CLOSE_FDS=1") == 0) {
                 /* Only stdin, stdout and stderr stay open (whatever the test
                  * runner held), so a limit on open files is exact. */
@@ -365,6 +367,8 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--max-trials", "0", "--max-trials"},
         {"--timeout", "-3", "--timeout"},
         {"--timeout", "abc", "--timeout"},
+        {"--timeout", "0x10", "--timeout: invalid value \"0x10\""},
+        {"--sample-interval", " 5", "--sample-interval"},
         {"--sample-interval", "0", "--sample-interval"},
         {"--oom-pattern", "(unclosed", "--oom-pattern"},
         {"--style", "fancy", "--style"},
@@ -1265,6 +1269,27 @@ TEST(cli_export_matches_the_exit_status)
     CHECK_CONTAINS(r.err, "No space left on device");
     /* The answer is still printed: only the file is lost. */
     CHECK_CONTAINS(r.out, "batch_size=4");
+    /* A picture, or the answer on stdout, that cannot be written is exit 6
+     * in the JSON too (it is written last), with what was lost. */
+    const char *plot_full[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max",
+                               "4", "--plot", "/dev/full", "--export-json", json_path, "--",
+                               tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, plot_full, NULL), 6);
+    char *json = read_file(json_path);
+    CHECK(json != NULL && valid_json(json));
+    CHECK_CONTAINS(json, "\"exit_code\": 6");
+    CHECK_CONTAINS(json, "\"error\": \"the picture could not be written to --plot /dev/full\"");
+    CHECK_CONTAINS(json, "\"batch_size\": 4");
+    const char *answer[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max",
+                            "4", "--export-json", json_path, "--", tool(), "exit", "0", NULL};
+    const char *closed[] = {"TEST_CLOSE_STDOUT=1", NULL};
+    CHECK_EQ(cli_env(&r, answer, closed), 6);
+    CHECK_CONTAINS(r.err, "cannot write the result to stdout: it is closed");
+    json = read_file(json_path);
+    CHECK(json != NULL && valid_json(json));
+    CHECK_CONTAINS(json, "\"exit_code\": 6");
+    CHECK_CONTAINS(json, "cannot write the result to stdout: it is closed");
+    unlink(json_path);
 }
 
 /* --plot's file is checked before any trial, as --export-json's is: one
@@ -2078,4 +2103,26 @@ TEST(cli_summary_says_when_the_fitted_line_is_not_the_curve)
     CHECK_EQ(cli(&r, line, NULL), 0);
     CHECK_CONTAINS(r.err, "  fitted memory: ");
     CHECK(strstr(r.err, "stray from") == NULL);
+}
+
+/* Options that only a COMMAND's trials read are refused with the sim
+ * device's in-process step (exit 2), not silently ignored; --sample-interval
+ * and --enforce-address-space had been. */
+TEST(cli_command_options_are_refused_with_the_sim_step)
+{
+    static const char *const flags[][2] = {{"--timeout", "5"},
+                                           {"--sample-interval", "10"},
+                                           {"--enforce-address-space", NULL},
+                                           {"--show-output", NULL},
+                                           {"--no-cgroup", NULL}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        const char *args[8] = {"probe", "--device", "sim:capacity=16GiB", flags[i][0]};
+        args[4] = flags[i][1];
+        run r;
+        CHECK_EQ(cli(&r, args, NULL), 2);
+        CHECK_CONTAINS(r.err, flags[i][0]);
+        CHECK_CONTAINS(r.err, "apply to a COMMAND; --device sim:capacity=16GiB runs the sim "
+                              "device's synthetic step in-process");
+        CHECK_STR(r.out, "");
+    }
 }

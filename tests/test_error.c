@@ -25,6 +25,12 @@ TEST(error_codes_keep_their_values)
     CHECK_EQ(BATCHFIT_E_DEVICE, 7);
     CHECK_EQ(BATCHFIT_E_TRIAL_LIMIT, 8);
     CHECK_EQ(BATCHFIT_E_PARSE, 9);
+    CHECK_EQ(BATCHFIT_E_NOT_FOUND, 10);
+    CHECK_EQ(BATCHFIT_E_OUTPUT, 11);
+    /* An output lost is exit 6, as the CLI has it. */
+    CHECK_EQ(batchfit_exit_status(BATCHFIT_E_OUTPUT), 6);
+    CHECK_STR(batchfit_strerror(BATCHFIT_E_OUTPUT),
+              "BATCHFIT_E_OUTPUT: an output of the answer could not be written");
 }
 
 TEST(error_version_matches_header)

@@ -12,7 +12,8 @@ from ._core import (REQUESTED_BATCH_SIZE, VRAM_LIMIT_GB_FLAG, VRAM_LIMIT_GB_HELP
                     measure_batch_size, parse_size, probe_batch_size, probe_command,
                     requested_batch_size, resolve_vram_limit, version)
 from ._errors import (Aborted, BatchfitError, DeviceError, InvalidArgument, MinimumDoesNotFit,
-                      NoDevice, NoMemory, NotFound, ParseError, TrialError, TrialLimit)
+                      NoDevice, NoMemory, NotFound, OutputError, ParseError, TrialError,
+                      TrialLimit)
 from ._recover import Plan, Recovery
 from ._result import Fit, Result, Trial
 
@@ -24,6 +25,7 @@ __all__ = [
     "is_out_of_memory", "limit_cuda_memory", "measure_batch_size", "parse_size",
     "probe_batch_size", "probe_command", "requested_batch_size", "resolve_vram_limit", "version",
     "Aborted", "BatchfitError", "DeviceError", "InvalidArgument", "MinimumDoesNotFit",
-    "NoDevice", "NoMemory", "NotFound", "ParseError", "TrialError", "TrialLimit", "Plan",
+    "NoDevice", "NoMemory", "NotFound", "OutputError", "ParseError", "TrialError", "TrialLimit",
+    "Plan",
     "Recovery", "Fit", "Result", "Trial",
 ]

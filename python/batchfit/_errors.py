@@ -83,9 +83,16 @@ class NotFound(BatchfitError, LookupError):
     code = 10
 
 
+class OutputError(BatchfitError, OSError):
+    """An output of the answer (the JSON, the picture, the answer on stdout) could not be
+    written; the answer itself was found."""
+    code = 11
+
+
 _BY_CODE: Dict[int, Type[BatchfitError]] = {
     cls.code: cls for cls in (InvalidArgument, NoMemory, NoDevice, MinimumDoesNotFit, TrialError,
-                              Aborted, DeviceError, TrialLimit, ParseError, NotFound)}
+                              Aborted, DeviceError, TrialLimit, ParseError, NotFound,
+                              OutputError)}
 
 
 def error_for(code: int, message: str, result: "Optional[Result]" = None) -> BatchfitError:
