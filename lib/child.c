@@ -47,7 +47,12 @@ struct batchfit__runner_s {
      * stopped (a full pipe), and what it was not given. */
     int show_stalled;
     uint64_t show_dropped;
+    int show_fd; /* our stderr opened anew without blocking (a pipe, a tty), -1: fd 2 */
     batchfit__guard guard; /* the current trial's */
+    /* Children of ours that are not the trial's (see batchfit__proc_tree):
+     * the caller's own when the trial began, then the guard. */
+    long spare[64];
+    unsigned spare_count;
     /* The GPUs trials run on (none: host memory), each with its own budget;
      * a trial's GPU peak is the worst one's, scaled to opts.budget_bytes. */
     unsigned gpu_count;
@@ -89,6 +94,7 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
     r->ctx = ctx;
     r->opts = *opts;
     r->guard = (batchfit__guard){-1, -1};
+    r->show_fd = -1;
     batchfit__proc_tree_init(&r->tree, &ctx->allocator);
     for (r->argc = 0; opts->argv[r->argc]; r->argc++) {
         char err[BATCHFIT_ERRMSG_MAX];
@@ -457,24 +463,35 @@ static void output_line(const batchfit__runner *r, output *o, stream *st)
 }
 
 /* --show-output's copy of the trial's output to our stderr. It never waits
- * long: a reader that stopped reading (a full pipe, a pager left open) must
- * not hold up the watchdog, the timeout or an interrupt. A chunk waits at
- * most one sample interval for room; after a wait in vain only what fits at
- * once is written until the reader takes some again. What is not written
- * is counted, and said after the trial. */
+ * long: a reader that stopped reading (a full pipe, a pager left open, a
+ * stalled terminal) must not hold up the watchdog, the timeout or an
+ * interruption. A pipe or terminal is written through a descriptor of its
+ * own opened non-blocking (fd 2's own flags, shared with other processes,
+ * stay as they are); a chunk waits at most one sample interval for room;
+ * after a wait in vain only what fits at once is written until the reader
+ * takes some again. What is not written is counted, and said after the
+ * trial. */
 static void show_output(batchfit__runner *r, const char *buf, size_t n)
 {
+    int fd = r->show_fd >= 0 ? r->show_fd : 2;
+    double interval = r->opts.sample_interval < 1.0 ? r->opts.sample_interval : 1.0;
     while (n > 0 && !batchfit__interrupt_pending()) {
-        struct pollfd p = {2, POLLOUT, 0};
-        int wait_ms = r->show_stalled ? 0 : (int)(r->opts.sample_interval * 1000.0) + 1;
-        if (poll(&p, 1, wait_ms) <= 0 || !(p.revents & POLLOUT)) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        int ready = poll(&p, 1, r->show_stalled ? 0 : (int)(interval * 1000.0) + 1);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0 || !(p.revents & POLLOUT)) {
             r->show_stalled = 1;
             break;
         }
         /* Up to PIPE_BUF bytes go into a pipe that polls writable at once. */
-        ssize_t w = write(2, buf, n < PIPE_BUF ? n : PIPE_BUF);
-        if (w <= 0)
+        ssize_t w = write(fd, buf, n < PIPE_BUF ? n : PIPE_BUF);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            r->show_stalled = 1;
             break;
+        }
         r->show_stalled = 0;
         buf += w;
         n -= (size_t)w;
@@ -547,11 +564,13 @@ static void output_tail(const output *o, char *out, size_t len)
     }
 }
 
-/* Reads what is available; returns 0 at end of file. */
+/* Reads what is available, up to 1 MiB a wakeup (a trial that writes
+ * without pause must not keep the watch loop from its samples); returns 0
+ * at end of file. */
 static int drain(batchfit__runner *r, output *o, stream *st, int fd)
 {
     char buf[8192];
-    for (;;) {
+    for (int chunk = 0; chunk < 128; chunk++) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n > 0) {
             output_feed(r, o, st, buf, (size_t)n);
@@ -561,6 +580,7 @@ static int drain(batchfit__runner *r, output *o, stream *st, int fd)
             return 0;
         return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
     }
+    return 1; /* more next wakeup */
 }
 
 static const char *signal_name(int sig)
@@ -618,7 +638,8 @@ static void kill_everything(batchfit__runner *r, pid_t pgid)
     /* Descendants no sample saw (born and orphaned between two samples, or
      * past a walk that could not grow) are orphans reparented to us: kill
      * them, and their children become ours in turn. */
-    for (int round = 0; round < 64 && batchfit__proc_reap_children() > 0; round++)
+    for (int round = 0;
+         round < 64 && batchfit__proc_reap_children(r->spare, r->spare_count) > 0; round++)
         ;
 }
 
@@ -1191,6 +1212,16 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
     if (r->cg.version && batchfit__cgroup_create(&r->cg, cap) == 0)
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
+    /* The caller's own children are not the trial's (nor to be killed
+     * after it); up to 63 of them, the guard after them. */
+    r->spare_count = batchfit__proc_children(r->spare, 63);
+    /* Started before the trial and its pipes, so its fork delays none of
+     * the trial's samples and it holds none of the trial's descriptors. Without a guard the trial still runs, watched as before;
+     * only our own death would then leave its descendants behind. */
+    if (batchfit__guard_start(&r->guard, &r->cg) != 0)
+        batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
+                      "no guard for the trial (%s): if batchfit is killed, its descendants "
+                      "outlive it", strerror(errno));
     /* fds: the child's stderr pipe, its stdout pipe (read ends first), and
      * the pipe on which it reports a failure before exec. */
     int fds[6] = {-1, -1, -1, -1, -1, -1};
@@ -1198,6 +1229,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         if (pipe_cloexec(fds + i) != 0) {
             int e = errno;
             close_all(fds, 6);
+            batchfit__guard_stop(&r->guard);
             launch_free(&r->ctx->allocator, &l);
             batchfit__cgroup_destroy(&r->cg);
             return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot create pipe: %s",
@@ -1205,15 +1237,11 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         }
     }
     int read_fds[2] = {fds[0], fds[2]};
-    /* Started before the trial, so its fork delays none of the trial's
-     * samples. Without a guard the trial still runs, watched as before;
-     * only our own death would then leave its descendants behind. */
-    if (batchfit__guard_start(&r->guard, &r->cg) != 0)
-        batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
-                      "no guard for the trial (%s): if batchfit is killed, its descendants "
-                      "outlive it", strerror(errno));
     batchfit__proc_tree_clear(&r->tree);
-    r->tree.other = r->guard.pid > 0 ? (long)r->guard.pid : 0; /* its memory is not the trial's */
+    if (r->guard.pid > 0)
+        r->spare[r->spare_count++] = (long)r->guard.pid; /* its memory is not the trial's */
+    r->tree.spare = r->spare;
+    r->tree.spare_count = r->spare_count;
     r->wakeups = 0;
     r->show_stalled = 0;
     r->show_dropped = 0;
@@ -1270,25 +1298,33 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         fcntl(read_fds[i], F_SETFL, fcntl(read_fds[i], F_GETFL) | O_NONBLOCK);
     output *o = batchfit__calloc(&r->ctx->allocator, 1, sizeof *o);
     if (!o) {
-        batchfit__guard_stop(&r->guard);
         kill(-pid, SIGKILL);
         waitpid(pid, NULL, 0);
         kill_everything(r, pid);
+        batchfit__guard_stop(&r->guard);
         close_all(read_fds, 2);
         launch_free(&r->ctx->allocator, &l);
         return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY, "out of memory watching a trial");
     }
+    struct stat err_stat;
+    if (r->opts.show_output && fstat(2, &err_stat) == 0 &&
+        (S_ISFIFO(err_stat.st_mode) || S_ISCHR(err_stat.st_mode)))
+        r->show_fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     supervise(r, pid, read_fds, o, &w);
     close_all(read_fds, 2);
+    if (r->show_fd >= 0)
+        close(r->show_fd);
+    r->show_fd = -1;
     if (r->show_dropped)
         batchfit__log(r->ctx, BATCHFIT_LOG_WARN,
                       "--show-output: %llu bytes of the trial's output at batch size %llu were "
-                      "not shown: stderr was not being read (or the probe was interrupted)",
+                      "not shown: stderr was not taking them (not being read, full or closed), "
+                      "or the probe was interrupted",
                       (unsigned long long)r->show_dropped, (unsigned long long)batch);
     trial->seconds = batchfit__now() - w.start;
     classify(r, &w, o, trial);
-    batchfit__guard_stop(&r->guard);
     kill_everything(r, pid);
+    batchfit__guard_stop(&r->guard);
     batchfit__free(&r->ctx->allocator, o);
     launch_free(&r->ctx->allocator, &l);
     if (w.failed)

@@ -5,7 +5,8 @@
  * parent-death signal: its descendants, daemonised ones among them, would
  * run on. The guard holds one end of a socket whose other end only we hold.
  * We tell it each process of the trial as the samples find it; at the
- * trial's end we tell it to stand down. It is forked before the trial (its
+ * trial's end, with everything the trial left killed and reaped, we kill
+ * the guard (killed, it does nothing). It is forked before the trial (its
  * fork then delays none of the trial's samples) and told the trial's
  * process group first. If the socket closes without that,
  * we are gone, and the guard kills the trial's process group, every process
@@ -18,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -113,11 +115,9 @@ static _Noreturn void guard_run(int fd, const batchfit__cgroup *cg, const char *
                                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (set == MAP_FAILED)
         set = NULL;
-    sigset_t all;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, NULL); /* Ctrl-C reaches our group; we stay */
-    /* Nothing of ours is held open but the socket and stdin/out/err, so the
-     * guard keeps no pipe of the trial or of a caller from closing. */
+    /* Nothing of ours is held open but the socket and stdin/out/err (the
+     * trial's pipes are made after the guard), so the guard keeps no pipe
+     * of the trial or of a caller from closing. */
     if (fd != 3) {
         dup2(fd, 3);
         fd = 3;
@@ -135,8 +135,6 @@ static _Noreturn void guard_run(int fd, const batchfit__cgroup *cg, const char *
         if (got <= 0)
             break;
         for (size_t i = 0; i < (size_t)got / sizeof message[0]; i++) {
-            if (message[i].pid == 0)
-                _exit(0); /* the trial ended under our watch: stand down */
             if (message[i].start == 0) {
                 pgid = (pid_t)message[i].pid; /* the trial's group */
                 continue;
@@ -174,12 +172,18 @@ int batchfit__guard_start(batchfit__guard *g, const batchfit__cgroup *cg)
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return -1;
+    /* Every signal blocked across the fork: the guard must never run a
+     * handler of ours (nor die of Ctrl-C, which reaches our group). */
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &was);
     pid_t pid = fork();
     if (pid == 0) {
         close(sv[0]);
         guard_run(sv[1], cg, procs);
     }
     int e = errno;
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
     close(sv[1]);
     if (pid < 0) {
         close(sv[0]);
@@ -215,15 +219,15 @@ void batchfit__guard_tell(batchfit__guard *g, const batchfit__proc_tree *tree)
 
 void batchfit__guard_stop(batchfit__guard *g)
 {
-    if (g->fd >= 0) {
-        batchfit__proc_member stand_down = {0, 0};
-        ssize_t sent = send(g->fd, &stand_down, sizeof stand_down, MSG_NOSIGNAL);
-        (void)sent;
-        close(g->fd);
-        g->fd = -1;
-    }
-    if (g->pid > 0)
+    /* Killed, it does nothing: it acts only on the socket's end, which it
+     * never reads now. Killed first, then the socket closed. */
+    if (g->pid > 0) {
+        kill(g->pid, SIGKILL);
         while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
             ;
+    }
+    if (g->fd >= 0)
+        close(g->fd);
+    g->fd = -1;
     g->pid = -1;
 }

@@ -344,7 +344,11 @@ typedef struct batchfit__proc_tree {
      * and the sum only finds the members. On from init. */
     int proportional;
     int rollup; /* this kernel has smaps_rollup */
-    long other; /* a child of ours that is not the trial's (its guard), 0: none */
+    /* Children of ours that are not the trial's: its guard, and those the
+     * caller had before the trial began (a program using the library may
+     * have its own). Every other child of ours is a trial's orphan. */
+    const long *spare;
+    unsigned spare_count;
 } batchfit__proc_tree;
 void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *a);
 /* Forgets the members, keeps the space (between trials). */
@@ -373,10 +377,15 @@ int batchfit__proc_exited(long pid);
  * be run (1, with its path in interp), as execve reports with ENOENT or
  * EACCES for the script itself (probe_command.c). */
 int batchfit__missing_interpreter(const char *path, char *interp, size_t len);
-/* SIGKILLs and reaps every child of this process (as a child subreaper,
- * the orphans of a trial are ours); returns how many. No allocation, so
- * it cleans up after a watch that could not grow. */
-unsigned batchfit__proc_reap_children(void);
+/* SIGKILLs and reaps every child of this process but those spared (the
+ * trial's guard, the caller's own) (as a child subreaper, the orphans of a
+ * trial are ours);
+ * returns how many. No allocation, so it cleans up after a watch that
+ * could not grow. */
+unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count);
+/* This process's live children now (not zombies), up to max of them into
+ * pids; returns how many. No allocation. */
+unsigned batchfit__proc_children(long *pids, unsigned max);
 
 /* cgroup.c: per-trial cgroups for child processes. */
 #define BATCHFIT__CGROUP_PATH_MAX 1024
@@ -420,7 +429,8 @@ int batchfit__guard_start(batchfit__guard *g, const batchfit__cgroup *cg);
 void batchfit__guard_group(batchfit__guard *g, pid_t pgid);
 /* Tells the guard the trial's processes as the last sample found them. */
 void batchfit__guard_tell(batchfit__guard *g, const batchfit__proc_tree *tree);
-/* The trial ended under our watch: the guard stands down and is reaped. */
+/* The trial and what it left are gone (kill_everything): the guard is
+ * killed (a guard killed does nothing) and reaped. */
 void batchfit__guard_stop(batchfit__guard *g);
 
 /* parse.c: a plain decimal number with optional fraction, no sign. */

@@ -275,14 +275,23 @@ static int keeps_remembered_fit(const batchfit_options *opts, const batchfit_res
     unsigned now = result->fit.valid ? result->fit.points : 0;
     if (!result->cache_hit || !old->valid || old->points <= now)
         return 0;
+    /* At least one peak of this run on the line, none off it, and no
+     * out-of-memory where the line puts the size within the budget. */
+    unsigned explained = 0;
     for (size_t i = 0; i < result->trial_count; i++) {
         const batchfit_trial *t = &result->trials[i];
-        if (t->outcome == BATCHFIT_FITS && t->peak_known &&
-            !batchfit__fit_explains(old, (double)t->batch, (double)t->peak_bytes,
-                                    result->budget.peak_spread, NULL))
+        if (t->outcome == BATCHFIT_FITS && t->peak_known) {
+            if (!batchfit__fit_explains(old, (double)t->batch, (double)t->peak_bytes,
+                                        result->budget.peak_spread, NULL))
+                return 0;
+            explained++;
+        } else if (t->outcome == BATCHFIT_OOM &&
+                   old->intercept_bytes + old->bytes_per_sample * (double)t->batch <
+                       (double)result->budget.budget_bytes) {
             return 0;
+        }
     }
-    return 1;
+    return explained > 0;
 }
 
 static int cache_save(batchfit_ctx *ctx, const trial_source *src, const char *dir,

@@ -287,12 +287,20 @@ static int resolve(const batchfit__proc_tree *t, size_t n, batchfit__proc_entry 
     return answer;
 }
 
+static int spared(const long *spare, unsigned count, long pid)
+{
+    for (unsigned i = 0; i < count; i++)
+        if (spare[i] == pid)
+            return 1;
+    return 0;
+}
+
 int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes)
 {
     /* Descendants are found by walking /proc and following parent links;
      * a process whose parent already died was reparented to us (we are a
      * child subreaper), so our own children count as part of the trial
-     * (all but t->other, the trial's guard). */
+     * (all but those spared: the trial's guard, the caller's own). */
     long self = (long)getpid();
     int rc = 0;
     size_t n = scan_proc(t, &rc);
@@ -303,7 +311,8 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     unsigned sorted = t->count;
     for (size_t i = 0; i < n; i++) {
         batchfit__proc_entry *x = &t->scan[i];
-        if (x->pid == root || (x->ppid == self && x->pid != self && x->pid != t->other) ||
+        if (x->pid == root ||
+            (x->ppid == self && x->pid != self && !spared(t->spare, t->spare_count, x->pid)) ||
             member_has(t, sorted, x->pid, x->start))
             x->state = 1;
     }
@@ -352,7 +361,30 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     return rc;
 }
 
-unsigned batchfit__proc_reap_children(void)
+unsigned batchfit__proc_children(long *pids, unsigned max)
+{
+    long self = (long)getpid();
+    unsigned n = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while (n < max && (e = readdir(d)) != NULL) {
+        long ppid, rss;
+        unsigned long long start;
+        char state = 0;
+        /* A child already dead is not spared: reaped after the trial, as
+         * any zombie of ours has been (an orphan a test left, say). */
+        if (isdigit((unsigned char)e->d_name[0]) &&
+            read_stat(e->d_name, &ppid, &start, &rss, &state) == 0 && ppid == self &&
+            state != 'Z')
+            pids[n++] = strtol(e->d_name, NULL, 10);
+    }
+    closedir(d);
+    return n;
+}
+
+unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count)
 {
     long self = (long)getpid();
     unsigned killed = 0;
@@ -367,6 +399,8 @@ unsigned batchfit__proc_reap_children(void)
             read_stat(e->d_name, &ppid, &start, &rss, NULL) != 0 || ppid != self)
             continue;
         pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+        if (spared(spare, spare_count, (long)pid))
+            continue;
         kill(pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;

@@ -299,16 +299,16 @@ static int run(session *s)
         /* The answer is the output: if it could not be written, say so;
          * a reader that went away (EPIPE, as with | head) chose not to read. */
         errno = 0;
-        if (cli_stdout_closed && answer_here && !lost[0]) {
-            fprintf(stderr, "batchfit probe: cannot write the result to stdout: it is closed\n");
-            snprintf(lost, sizeof lost, "cannot write the result to stdout: it is closed");
-        } else if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE) {
-            int e = errno ? errno : EIO;
-            fprintf(stderr, "batchfit probe: cannot write the result to stdout: %s\n",
-                    strerror(e));
-            if (!lost[0])
-                snprintf(lost, sizeof lost, "cannot write the result to stdout: %s",
-                         strerror(e));
+        const char *why = NULL;
+        if (cli_stdout_closed && answer_here)
+            why = "it is closed";
+        else if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE)
+            why = strerror(errno ? errno : EIO);
+        if (why) {
+            fprintf(stderr, "batchfit probe: cannot write the result to stdout: %s\n", why);
+            size_t used = strlen(lost);
+            snprintf(lost + used, sizeof lost - used, "%scannot write the result to stdout: %s",
+                     used ? "; " : "", why);
         }
     }
     if (lost[0]) {

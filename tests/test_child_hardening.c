@@ -667,15 +667,15 @@ TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
         tree.member = members;
         tree.count = 3;
         batchfit__guard_tell(&g, &tree);
-        printf("%ld %ld\n", main_pid, grandchild);
+        printf("%ld %ld %ld\n", main_pid, grandchild, (long)g.pid);
         fflush(stdout);
         for (;;)
             pause();
     }
     close(told[1]);
     FILE *f = fdopen(told[0], "r");
-    long main_pid = 0, grandchild = 0;
-    int got = f != NULL && fscanf(f, "%ld %ld", &main_pid, &grandchild) == 2;
+    long main_pid = 0, grandchild = 0, guard = 0;
+    int got = f != NULL && fscanf(f, "%ld %ld %ld", &main_pid, &grandchild, &guard) == 3;
     int were_alive = got && alive(main_pid) && alive(grandchild);
     kill(parent, SIGKILL);
     waitpid(parent, NULL, 0);
@@ -700,6 +700,7 @@ TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
     if (got) {
         waitpid((pid_t)main_pid, NULL, 0);
         waitpid((pid_t)grandchild, NULL, 0);
+        waitpid((pid_t)guard, NULL, 0);
     }
     CHECK(got);
     CHECK(were_alive);
@@ -742,7 +743,9 @@ TEST(child_guard_memory_is_not_the_trial_s)
         batchfit_allocator a = test_allocator(&st);
         batchfit__proc_tree tree;
         batchfit__proc_tree_init(&tree, &a);
-        tree.other = leave_out ? (long)pids[1] : 0;
+        long spare = (long)pids[1];
+        tree.spare = &spare;
+        tree.spare_count = leave_out ? 1 : 0;
         uint64_t rss = 0;
         batchfit__proc_tree_rss(&tree, (long)pids[0], &rss);
         *(leave_out ? &without : &with) = rss;
@@ -761,4 +764,45 @@ TEST(child_guard_memory_is_not_the_trial_s)
     CHECK_EQ(other_in[1], 0);
     CHECK(with >= (UINT64_C(32) << 20));
     CHECK(with >= without + (UINT64_C(24) << 20));
+}
+
+/* A program using the library may have children of its own (a server, a
+ * data loader): they are not the trial's. Counted as its orphans, a child
+ * holding 48 MiB had the watchdog stop a trial of 4 MiB at a budget of
+ * 32 MiB, and was killed after the trial. */
+TEST(child_the_caller_s_own_children_are_not_the_trial_s)
+{
+    int ready[2];
+    CHECK_EQ(pipe(ready), 0);
+    pid_t own = fork();
+    if (own == 0) {
+        size_t n = (size_t)48 << 20;
+        volatile char *p = malloc(n);
+        for (size_t k = 0; p && k < n; k += 4096)
+            p[k] = 1;
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char got;
+    int started = read(ready[0], &got, 1) == 1;
+    close(ready[0]);
+    close(ready[1]);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.budget_bytes = UINT64_C(32) << 20;
+    const char *argv[] = {tool(), "alloc", "4", NULL};
+    batchfit_trial t;
+    int rc = trial(&o, argv, 1, &t);
+    int survived = alive((long)own);
+    kill(own, SIGKILL);
+    waitpid(own, NULL, 0);
+    CHECK(started);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK(!t.process.watchdog_stopped);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.peak_bytes < (UINT64_C(32) << 20));
+    CHECK(survived);
 }

@@ -1291,6 +1291,13 @@ TEST(cli_export_matches_the_exit_status)
     CHECK(json != NULL && valid_json(json));
     CHECK_CONTAINS(json, "\"exit_code\": 6");
     CHECK_CONTAINS(json, "cannot write the result to stdout: it is closed");
+    /* Both lost: both said, in the JSON too. */
+    CHECK_EQ(cli_env(&r, plot_full, closed), 6);
+    CHECK_CONTAINS(r.err, "cannot write the result to stdout: it is closed");
+    json = read_file(json_path);
+    CHECK(json != NULL && valid_json(json));
+    CHECK_CONTAINS(json, "\"error\": \"the picture could not be written to --plot /dev/full; "
+                         "cannot write the result to stdout: it is closed\"");
     unlink(json_path);
 }
 
