@@ -744,7 +744,14 @@ static pid_t holder(size_t bytes)
  * holding 32 MiB, named among the tree's spared, is left out of the walk. */
 TEST(child_guard_memory_is_not_the_trial_s)
 {
-    pid_t pids[2] = {holder(4096), holder((size_t)32 << 20)};
+    /* The trial: a program of its own (a fork of this one, under valgrind,
+     * would read as all of valgrind's pages). */
+    pid_t pids[2] = {fork(), -1};
+    if (pids[0] == 0) {
+        execl(tool(), tool(), "hang", (char *)NULL);
+        _exit(127);
+    }
+    pids[1] = holder((size_t)32 << 20);
     int both = pids[0] > 0 && pids[1] > 0;
     uint64_t with = 0, without = 0;
     int other_in[2] = {0, 0}; /* pids[1] among the members, without and with leaving it out */
