@@ -123,7 +123,24 @@ int batchfit__parse_params(const char *text, const char *what, uint64_t *out, ch
                        name, text);
         return BATCHFIT_E_PARSE;
     }
-    *out = (uint64_t)llround(value * scale);
+    /* A part of a parameter, or a model of a few hundred parameters, is
+     * a unit left out: 1.5 read as 2 and 7 as 7 parameters. */
+    double count = value * scale;
+    double whole = floor(count + 0.5); /* 1.1M is 1100000.0000000002 in binary */
+    if (fabs(count - whole) > 1e-6 + 1e-12 * whole) {
+        batchfit__errf(err, err_len,
+                       "%s: \"%s\" is not a whole number of parameters; give a unit (%sM, %sB)",
+                       name, text, text, text);
+        return BATCHFIT_E_PARSE;
+    }
+    if (scale == 1.0 && whole < 1000.0) {
+        batchfit__errf(err, err_len,
+                       "%s: \"%s\" has no unit and would be %s parameters; give a unit (%sM, "
+                       "%sB)",
+                       name, text, text, text, text);
+        return BATCHFIT_E_PARSE;
+    }
+    *out = (uint64_t)whole;
     return BATCHFIT_OK;
 }
 

@@ -121,6 +121,19 @@ TEST(estimate_parses_counts_and_names)
         CHECK_EQ(batchfit__parse_params(bad[i], "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
         CHECK_CONTAINS(err, "--params");
     }
+    /* A unit left out: refused with the units it could have meant. */
+    CHECK_EQ(batchfit__parse_params("1.5", "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_STR(err, "--params: \"1.5\" is not a whole number of parameters; give a unit (1.5M, "
+                   "1.5B)");
+    CHECK_EQ(batchfit__parse_params("7", "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_STR(err, "--params: \"7\" has no unit and would be 7 parameters; give a unit (7M, 7B)");
+    CHECK_EQ(batchfit__parse_params("1.0005K", "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_EQ(batchfit__parse_params("1.5K", "--params", &n, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(n, 1500);
+    CHECK_EQ(batchfit__parse_params("1.1M", "--params", &n, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(n, 1100000);
+    CHECK_EQ(batchfit__parse_params("0.3B", "--params", &n, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(n, 300000000);
     batchfit_precision p;
     batchfit_optimizer o;
     CHECK_EQ(batchfit__parse_precision("mixed16", NULL, &p, err, sizeof err), BATCHFIT_OK);
