@@ -108,14 +108,17 @@ TEST(estimate_parses_counts_and_names)
 {
     uint64_t n = 0;
     char err[256];
-    CHECK_EQ(batchfit__parse_params("124M", "--params", &n, err, sizeof err), BATCHFIT_OK);
-    CHECK_EQ(n, 124000000);
-    CHECK_EQ(batchfit__parse_params("7.5B", "--params", &n, err, sizeof err), BATCHFIT_OK);
-    CHECK_EQ(n, 7500000000);
-    CHECK_EQ(batchfit__parse_params("350K", "--params", &n, err, sizeof err), BATCHFIT_OK);
-    CHECK_EQ(n, 350000);
-    CHECK_EQ(batchfit__parse_params("1000", "--params", &n, err, sizeof err), BATCHFIT_OK);
-    CHECK_EQ(n, 1000);
+    /* 1.1M is 1100000.0000000002 in binary: still a whole count. */
+    static const struct {
+        const char *text;
+        uint64_t count;
+    } good[] = {{"124M", 124000000},  {"7.5B", 7500000000}, {"350K", 350000}, {"1000", 1000},
+                {"1.5K", 1500},       {"1.1M", 1100000},    {"0.3B", 300000000}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        CHECK_EQ(batchfit__parse_params(good[i].text, "--params", &n, err, sizeof err),
+                 BATCHFIT_OK);
+        CHECK_EQ(n, good[i].count);
+    }
     static const char *const bad[] = {"", "7.5X", "-3M", "0", "M", "1e9", "12MB"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_EQ(batchfit__parse_params(bad[i], "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
@@ -128,12 +131,6 @@ TEST(estimate_parses_counts_and_names)
     CHECK_EQ(batchfit__parse_params("7", "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_STR(err, "--params: \"7\" has no unit and would be 7 parameters; give a unit (7M, 7B)");
     CHECK_EQ(batchfit__parse_params("1.0005K", "--params", &n, err, sizeof err), BATCHFIT_E_PARSE);
-    CHECK_EQ(batchfit__parse_params("1.5K", "--params", &n, err, sizeof err), BATCHFIT_OK);
-    CHECK_EQ(n, 1500);
-    CHECK_EQ(batchfit__parse_params("1.1M", "--params", &n, err, sizeof err), BATCHFIT_OK);
-    CHECK_EQ(n, 1100000);
-    CHECK_EQ(batchfit__parse_params("0.3B", "--params", &n, err, sizeof err), BATCHFIT_OK);
-    CHECK_EQ(n, 300000000);
     batchfit_precision p;
     batchfit_optimizer o;
     CHECK_EQ(batchfit__parse_precision("mixed16", NULL, &p, err, sizeof err), BATCHFIT_OK);
