@@ -238,11 +238,12 @@ TEST(device_cuda_without_nvml_still_probes)
     /* The third is deeper than any checkout path (and the same wherever the
      * build is): the variable's name and the library's own name must
      * survive the 256-byte note all the same. */
-    static const char *const libs[] = {
-        "libnvidia-ml-missing.so", "nonexistent/libnvidia-ml.so.1",
+    static const char deep[] =
         "/nonexistent/a-directory-whose-name-alone-is-as-long-as-a-deep-checkout-path-"
         "under-a-ci-workspace-would-make-it/and-another-one-below-it-as-long-as-the-first-so-"
-        "that-the-path-by-itself-fills-most-of-the-note/lib64/nvidia/libnvidia-ml.so.1"};
+        "that-the-path-by-itself-fills-most-of-the-note/lib64/nvidia/libnvidia-ml.so.1";
+    static const char *const libs[] = {"libnvidia-ml-missing.so",
+                                       "nonexistent/libnvidia-ml.so.1", deep};
     for (int i = 0; i < 3; i++) {
         fake_setup("16GiB", "libcuda.so.1", libs[i]);
         batchfit_ctx *ctx = test_ctx(NULL);
