@@ -8,8 +8,8 @@
  * trial's end, with everything the trial left killed and reaped, we kill
  * the guard (killed, it does nothing). It is forked before the trial (its
  * fork then delays none of the trial's samples) and told the trial's
- * process group first. If the socket closes without that,
- * we are gone, and the guard kills the trial's process group, every process
+ * process group first. If the socket closes while the guard lives, we are
+ * gone, and the guard kills the trial's process group, every process
  * it was told of that is still the same process (its start time), and the
  * trial's cgroup, which it then removes.
  *
@@ -139,7 +139,7 @@ static _Noreturn void guard_run(int fd, const batchfit__cgroup *cg, const char *
                 pgid = (pid_t)message[i].pid; /* the trial's group */
                 continue;
             }
-            /* The walk finds every child of ours, the guard among them. */
+            /* The walk spares the guard; never itself, should it be told. */
             if (set && message[i].pid != (long)getpid())
                 remember(set, &message[i]);
         }
