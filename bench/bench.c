@@ -5,7 +5,7 @@
  * real-process run drives the CLI on the example trainer with a host
  * budget. Writes results.json, RESULTS.md and trials.svg.
  *
- * Usage: bench [--seed N] [--profiles N] [--out DIR] [--no-real] [--verbose]
+ * Usage: bench [--seed N] [--profiles N] [--out DIR] [--no-real] [--verbose] [--case F:I]
  *              [--batchfit PATH] [--trainer PATH] [--childtool PATH] */
 #include <batchfit.h>
 
@@ -316,7 +316,7 @@ typedef struct family_summary {
 static family_summary family_results[BENCH_CASE_FAMILIES][LIB_KINDS];
 static unsigned family_narrow[BENCH_CASE_FAMILIES]; /* cases where it does */
 
-static int run_families(uint64_t seed, unsigned cases)
+static int run_families(uint64_t seed, unsigned cases, int verbose)
 {
     static double trials[LIB_KINDS][MAX_PROFILES], ooms[LIB_KINDS][MAX_PROFILES];
     for (unsigned f = 0; f < BENCH_CASE_FAMILIES; f++) {
@@ -334,6 +334,11 @@ static int run_families(uint64_t seed, unsigned cases)
             for (int k = 0; k < LIB_KINDS; k++)
                 if (bench_case_run(&c, (batchfit_strategy)k, BOUND, &o[k]) != 0)
                     return -1;
+            if (verbose)
+                printf("case %u:%u: truth %llu, model %llu in %u trials (%u oom), bisect %llu\n", f,
+                       i, (unsigned long long)truth, (unsigned long long)o[LIB_MODEL].answer,
+                       o[LIB_MODEL].trials, o[LIB_MODEL].ooms,
+                       (unsigned long long)o[LIB_BISECT].answer);
             for (int k = 0; k < LIB_KINDS; k++) {
                 family_summary *fs = &family_results[f][k];
                 trials[k][i] = o[k].trials;
@@ -527,6 +532,47 @@ static void json_summary(FILE *f, const char *name, const summary *s, int last)
             isnan(s->accuracy_mean) ? 0.0 : s->accuracy_mean, s->failed, last ? "" : ",");
 }
 
+static void trace_line(batchfit_log_level level, const char *message, void *userdata)
+{
+    (void)level;
+    (void)userdata;
+    printf("  %s\n", message);
+}
+
+/* --case F:I: one family case searched by model and bisect, every trial and
+ * decision the search logs printed, for a person reading why it went so. */
+static int trace_case(uint64_t seed, const char *which)
+{
+    unsigned f, i;
+    char end;
+    if (sscanf(which, "%u:%u%c", &f, &i, &end) != 2 || f >= BENCH_CASE_FAMILIES ||
+        i >= CASES_PER_FAMILY) {
+        fprintf(stderr, "bench: --case wants FAMILY:INDEX with FAMILY 0..%d and INDEX 0..%d, "
+                        "not '%s'\n",
+                BENCH_CASE_FAMILIES - 1, CASES_PER_FAMILY - 1, which);
+        return 2;
+    }
+    bench_case c;
+    bench_case_make(seed, f, i, &c);
+    printf("case %u:%u (%s): budget %llu, truth %llu, first refused %llu, first over budget "
+           "%llu\n",
+           f, i, bench_case_family_name(f), (unsigned long long)c.budget,
+           (unsigned long long)bench_case_exact(&c, BOUND),
+           (unsigned long long)bench_case_first_refused(&c, BOUND),
+           (unsigned long long)bench_case_first_over_budget(&c, BOUND));
+    bench_case_set_log(trace_line, NULL);
+    for (int k = 0; k < 2; k++) {
+        bench_case_outcome o;
+        printf("%s:\n", kind_names[LIB_MODEL + k]);
+        if (bench_case_run(&c, (batchfit_strategy)(LIB_MODEL + k), BOUND, &o) != 0)
+            return 1;
+        printf("%s answers %llu in %u trials (%u oom)\n", kind_names[LIB_MODEL + k],
+               (unsigned long long)o.answer, o.trials, o.ooms);
+    }
+    bench_case_set_log(NULL, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = 20261129;
@@ -536,6 +582,7 @@ int main(int argc, char **argv)
     const char *trainer = "build/examples/trainer";
     const char *childtool = "build/tests/childtool";
     int real = 1, verbose = 0;
+    const char *trace = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
@@ -553,12 +600,16 @@ int main(int argc, char **argv)
             real = 0;
         else if (strcmp(argv[i], "--verbose") == 0)
             verbose = 1;
+        else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc)
+            trace = argv[++i];
         else {
             fprintf(stderr, "usage: bench [--seed N] [--profiles N] [--out DIR] [--no-real] [--verbose] "
-                            "[--batchfit PATH] [--trainer PATH] [--childtool PATH]\n");
+                            "[--case FAMILY:INDEX] [--batchfit PATH] [--trainer PATH] [--childtool PATH]\n");
             return 2;
         }
     }
+    if (trace)
+        return trace_case(seed, trace);
     if (profiles == 0 || profiles > MAX_PROFILES) {
         fprintf(stderr, "bench: --profiles must be 1..%d\n", MAX_PROFILES);
         return 2;
@@ -629,7 +680,7 @@ int main(int argc, char **argv)
         par_p95[j] = bench_quantile(pc->rounds, pc->count, 0.95);
         par_max[j] = bench_quantile(pc->rounds, pc->count, 1.0);
     }
-    if (run_families(seed, CASES_PER_FAMILY) != 0) {
+    if (run_families(seed, CASES_PER_FAMILY, verbose) != 0) {
         fprintf(stderr, "bench: a family case could not be searched\n");
         return 1;
     }
