@@ -657,7 +657,7 @@ static int certified_by_failure(const search *s, double top_x, double top_y, dou
 }
 
 #define CERTIFIED                                                                                  \
-    "the line through the measured peaks predicts %llu (not run) over the acceptance threshold "  \
+    "the %s through the measured peaks predicts %llu (not run) over the acceptance threshold "    \
     "by more than their scatter and a granule"
 #define BY_FAILURE                                                                                 \
     "the failure's reading and the slope below it predict %llu (not run) over the acceptance "    \
@@ -723,8 +723,8 @@ static int verify_cached(search *s, int64_t *next)
  * smaller rise says nothing about the slope). A line that a larger measured
  * size lies below (by more than the noise) is refuted: it crossed a
  * workspace jump, which does not repeat. Infinite when no line caps. */
-static double secant_cap(const search *s, const double *x, const double *y, unsigned n,
-                         double resolvable)
+static double secant_cap_at(const search *s, const double *x, const double *y, unsigned n,
+                            double resolvable, double level)
 {
     double cap = INFINITY;
     for (unsigned i = 0; i + 1 < n; i++)
@@ -738,11 +738,17 @@ static double secant_cap(const search *s, const double *x, const double *y, unsi
             int refuted = 0;
             for (unsigned k = j + 1; k < n && !refuted; k++)
                 refuted = y[k] < y[j] + slope * (x[k] - x[j]) - resolvable;
-            double c = crossing(s, x[j], y[j], slope);
+            double c = x[j] + (level - y[j]) / slope;
             if (!refuted && c < cap)
                 cap = c;
         }
     return cap;
+}
+
+static double secant_cap(const search *s, const double *x, const double *y, unsigned n,
+                         double resolvable)
+{
+    return secant_cap_at(s, x, y, n, resolvable, s->aim);
 }
 
 /* Caps a proposal at a batch (lattice index floor). A cap at or below lo
@@ -1373,6 +1379,84 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     return 0;
 }
 
+/* A smooth bend: the top SMOOTH_POINTS points lie on a curve a + b B^p
+ * (p from 0.3 to 3, B in units of the top point) to within the quiet cut,
+ * where their line leaves ten times that residual. Memory that grows as
+ * B^0.5-0.85 (activations a framework shares between samples) or with a
+ * B x B term (a contrastive loss's similarity matrix) bends that way on a
+ * program with no scatter at all. Read as scatter about a line, the bend
+ * kept the declared prior standing, and proposals two of its standard
+ * errors short crept up a few percent a trial (1, 3, 20, 45, 58, 60, 70,
+ * 90, 75: nine trials). Five points, not four: a curve of three
+ * parameters fits four draws of noise within the cut by chance (a
+ * replayed PyTorch run's 3, 27, 47 and 61 lay within 1.5 MiB of one), and
+ * the search that trusted it ran eleven trials. Returns the residual (0:
+ * no bend) and the curve in *b. */
+#define SMOOTH_POINTS 5
+
+typedef struct bend {
+    double a, b, p, unit; /* a + b (B / unit)^p */
+} bend;
+
+static double smooth_bend(const double *px, const double *py, unsigned n, double granule,
+                          double quiet_below, bend *out)
+{
+    if (n < SMOOTH_POINTS)
+        return 0.0;
+    const double *x = px + n - SMOOTH_POINTS, *y = py + n - SMOOTH_POINTS;
+    /* Every step between them rises by more than the quiet cut: a curve
+     * through four points of a flat run and one past its end fits any
+     * bend at all (a pool's edge, flat to 300 and 44 GiB at 384, read as
+     * B^3, and the search stopped at 48). */
+    for (unsigned i = 0; i + 1 < SMOOTH_POINTS; i++)
+        if (!(y[i + 1] - y[i] > quiet_below))
+            return 0.0;
+    double unit = x[SMOOTH_POINTS - 1];
+    batchfit_fit line;
+    batchfit__fit_line(x, y, SMOOTH_POINTS, &line);
+    double best = INFINITY;
+    bend found = {0.0, 0.0, 1.0, unit};
+    for (unsigned k = 0; k <= 270; k++) {
+        double p = 0.3 + 0.01 * k, z[SMOOTH_POINTS];
+        for (unsigned i = 0; i < SMOOTH_POINTS; i++)
+            z[i] = pow(x[i] / unit, p);
+        batchfit_fit f;
+        batchfit__fit_line(z, y, SMOOTH_POINTS, &f);
+        if (f.valid && f.bytes_per_sample > 0.0 && f.max_residual_bytes < best) {
+            best = f.max_residual_bytes;
+            found = (bend){f.intercept_bytes, f.bytes_per_sample, p, unit};
+        }
+    }
+    /* Within the quiet cut of the curve, and the line ten times as far
+     * off (and past a quarter of the cut, and the pages a reading wanders
+     * by): chunked memory (steps of 64 samples) lay within 108 MiB of a
+     * curve and 528 MiB of its line, and the curve crept up its flat runs
+     * a size at a time. */
+    double floor = granule > PAGE_WANDER ? granule : PAGE_WANDER;
+    if (!line.valid || isinf(best) || best > quiet_below ||
+        line.max_residual_bytes <= 10.0 * best ||
+        line.max_residual_bytes <= fmax(floor, 0.25 * quiet_below))
+        return 0.0;
+    *out = found;
+    return best > floor ? best : floor;
+}
+
+/* The bend's slope at batch, and where it reaches level (INFINITY where it
+ * does not above from). */
+static double bend_slope(const bend *b, double batch)
+{
+    return b->b * b->p / b->unit * pow(batch / b->unit, b->p - 1.0);
+}
+
+static double bend_crossing(const bend *b, double level, double from)
+{
+    double above = level - b->a;
+    if (!(above > 0.0))
+        return INFINITY;
+    double at = b->unit * pow(above / b->b, 1.0 / b->p);
+    return at > from ? at : INFINITY;
+}
+
 /* What the model reads from its points (see propose_model): the line
  * nearest the boundary, the scatter the measurements show, what a rise
  * must exceed to be evidence, and where lo and the next size lie. */
@@ -1398,7 +1482,27 @@ typedef struct view {
     unsigned il;             /* lo's index among the points (n: none) */
     double tolerance;        /* rounding and scatter allowed a certificate */
     int line_reaches_lo;     /* no jump lies between lo and the points above it */
+    double bent;             /* a smooth bend's residual (0: none; see smooth_bend) */
+    bend curve;              /* and the bend */
 } view;
+
+/* What the model's stop reasons call what they read. */
+static const char *model_name(const view *v)
+{
+    return v->bent > 0.0 ? "curve a + b B^p" : "line";
+}
+
+/* The model's reading at the size after lo: along a smooth bend the
+ * curve's, else the line's (line_at_next). A line anchored at a top point
+ * above lo, with the bend's slope at lo, would carry the whole bend
+ * between them back to lo + 1. */
+static double model_at_next(const view *v)
+{
+    if (v->bent > 0.0)
+        return v->curve.a + v->curve.b * pow(v->next_x / v->curve.unit, v->curve.p);
+    return line_at_next(v->x, v->y, v->n, v->lo_x, v->next_x, v->top_x, v->top_y, v->slope,
+                        v->top3_quiet);
+}
 
 /* Reads the collected points into *v and sets the aim (and s->quiet). */
 static void read_points(search *s, view *v)
@@ -1546,6 +1650,26 @@ static void read_points(search *s, view *v)
                 break;
             }
     }
+    /* Along a smooth bend the curve is the model: its residual is the
+     * points' scatter (the prior is refuted as by quiet points on a line),
+     * and its slope at lo (at the top point before any size fitted)
+     * carries lo to the next size. */
+    bend curve = {0.0, 0.0, 1.0, 1.0};
+    double bent = 0.0;
+    if (s->spread > 0.0 && use == n)
+        bent = smooth_bend(x, y, n, granule, quiet_below, &curve);
+    if (bent > 0.0) {
+        quiet = 1;
+        s->quiet = 1;
+        scatter_known = 1;
+        certifiable = 1;
+        top3_quiet = 0.0;
+        scatter = noise = bent;
+        double at = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo)
+                               : top_x;
+        slope = bend_slope(&curve, at);
+        resolvable = noise + granule;
+    }
     /* Proposals aim below the threshold by the scatter the points show
      * (half the declared band while too few points show any): a size there
      * passes on most draws. Points on a line show next to none, and the aim
@@ -1614,6 +1738,8 @@ static void read_points(search *s, view *v)
     v->il = il;
     v->tolerance = tolerance;
     v->line_reaches_lo = line_reaches_lo;
+    v->bent = bent;
+    v->curve = curve;
 }
 
 /* settle_at_lo found lo + 1 inside the coin-toss band, where a size passes
@@ -1681,13 +1807,13 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
     double top_x = v->top_x, top_y = v->top_y, granule = v->granule, slope = v->slope;
     double scatter = v->scatter, noise = v->noise, resolvable = v->resolvable;
     double lo_x = v->lo_x, next_x = v->next_x;
-    double quiet_below = v->quiet_below, top3_quiet = v->top3_quiet;
+    double quiet_below = v->quiet_below;
     int quiet = v->quiet, scatter_known = v->scatter_known;
     int line_reaches_lo = v->line_reaches_lo;
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
-        double predicted = line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet);
-        if (quiet && il < n) {
+        double predicted = model_at_next(v);
+        if (quiet && il < n && !(v->bent > 0.0)) {
             /* Quiet points place lo + 1 a step above lo's own reading too:
              * the line through them all sits under it by any jump between
              * lo and the line's anchor, the top point. One far below left
@@ -1702,7 +1828,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
         if (certifies(s, v, predicted))
-            return settled(s, CERTIFIED, next_size(s));
+            return settled(s, CERTIFIED, model_name(v), next_size(s));
         /* The line puts the next size within the measured scatter below
          * the aim (the threshold less that scatter once more, or above it):
          * it passes or fails by the draw, and
@@ -1721,11 +1847,14 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
                 predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x)) {
                 int64_t i = inside_wide_band(s, v, predicted);
                 if (i < 0) {
-                    s->toss = !quiet || v->fit.max_residual_bytes > v->quiet_below;
-                    return settled(s, "the line through the measured peaks predicts %llu "
+                    /* Not along a smooth bend: the line's residual
+                     * there is the bend, not noise. */
+                    s->toss = !quiet ||
+                              (v->fit.max_residual_bytes > v->quiet_below && !(v->bent > 0.0));
+                    return settled(s, "the %s through the measured peaks predicts %llu "
                                       "(not run) within their scatter of the acceptance "
                                       "threshold, where a re-run could go either way",
-                                   next_size(s));
+                                   model_name(v), next_size(s));
                 }
                 *next = i;
                 return 0;
@@ -1736,8 +1865,8 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
     }
     if (s->lo >= 0 && s->hi < (int64_t)s->lattice.count && s->hi_need > 0.0) {
         if (slope > 0.0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
-            certifies(s, v, line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet)))
-            return settled(s, CERTIFIED, next_size(s));
+            certifies(s, v, model_at_next(v)))
+            return settled(s, CERTIFIED, model_name(v), next_size(s));
         if (lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
             return settled(s, BY_FAILURE, next_size(s));
         double shown = shown_scatter(y, low, n);
@@ -1760,7 +1889,6 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
     double top_x = v->top_x, top_y = v->top_y, granule = v->granule, slope = v->slope;
     double noise = v->noise, resolvable = v->resolvable, declared = v->declared;
     double lo_x = v->lo_x, next_x = v->next_x, tolerance = v->tolerance;
-    double top3_quiet = v->top3_quiet;
     int quiet = v->quiet, scatter_known = v->scatter_known;
     int collinear = v->collinear, line_reaches_lo = v->line_reaches_lo;
     batchfit_fit fit = v->fit;
@@ -1819,6 +1947,7 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
      * all the points nearest the boundary says more. */
     if (s->spread > 0.0 && collinear && !quiet)
         top_y = fit.intercept_bytes + fit.bytes_per_sample * top_x;
+    double bent = v->bent;
     /* Under noise the slope itself is uncertain: propose with a slope two
      * standard errors steeper (from the scatter and the spacing of the
      * points), so the proposal lands below the boundary and fits. */
@@ -1844,6 +1973,9 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
                           "acceptance threshold by more than two draws of the declared spread",
                        next_size(s));
     int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
+    /* Along a smooth bend, where the curve crosses the aim. */
+    if (bent > 0.0 && !isinf(bend_crossing(&v->curve, s->aim, top_x)))
+        c = index_floor_of(s, bend_crossing(&v->curve, s->aim, top_x));
     if (s->spread > 0.0 && c <= s->lo) {
         /* The careful slope says no further, the central one says there is
          * room: go halfway into it. */
@@ -1851,8 +1983,12 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
         if (central > s->lo + 1)
             c = s->lo + 1 + (central - s->lo - 1) / 2;
     }
+    /* Along a smooth bend, no line through two points may put the next
+     * size over the budget (a concave curve lies under its secants, and
+     * their crossings of the aim stood where the curve's did not). */
     if (s->spread > 0.0 && c > s->lo)
-        c = cap_at(s, c, secant_cap(s, x, y, n, resolvable));
+        c = cap_at(s, c, bent > 0.0 ? secant_cap_at(s, x, y, n, resolvable, s->budget)
+                                    : secant_cap(s, x, y, n, resolvable));
     if (c > s->lo && c < s->hi) {
         *next = c;
         return 0;
@@ -1867,8 +2003,8 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
      * its pessimistic end (a granule of rounding and the scatter below it)
      * is over. */
     if (s->lo >= 0 && (lo_x == top_x || (s->spread > 0.0 && line_reaches_lo)) &&
-        certifies(s, v, line_at_next(x, y, n, lo_x, next_x, top_x, top_y, slope, top3_quiet)))
-        return settled(s, CERTIFIED, next_size(s));
+        certifies(s, v, model_at_next(v)))
+        return settled(s, CERTIFIED, model_name(v), next_size(s));
     if (s->lo >= 0 && lo_x == top_x && certified_by_failure(s, top_x, top_y, slope, granule))
         return settled(s, BY_FAILURE, next_size(s));
     /* Otherwise try the optimistic end, which bisects the band of uncertainty. */
