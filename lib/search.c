@@ -1290,12 +1290,13 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     double fx[MAX_POINTS], fy[MAX_POINTS];
     unsigned m = collect_failures(s, fx, fy);
     int plateau = 0;
-    double evident = 4.0 * (resolvable + band);
+    double evident = 4.0 * (resolvable + band), failures = 0.0;
     for (unsigned k = 0; k < m; k++)
         if (fx[k] > xh) {
             if (!stopped_at_budget(s, fx[k])) {
                 if (fy[k] - yh > resolvable) {
                     double above = (fy[k] - yh) / (fx[k] - xh);
+                    failures = above;
                     if (above < flat)
                         flat = above;
                 } else if (secant * (fx[k] - xh) > evident) {
@@ -1317,6 +1318,16 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     if (il > 0 && yl - y[il - 1] <= resolvable && secant * (xl - x[il - 1]) > evident &&
         (T - yl) / secant < 0.125 * (xh - xl))
         plateau = 1;
+    /* Where lo stands on a flat run (the point below it read the same) and
+     * two failures above hi read what they needed, their secant is the
+     * curve past the run's edge (a pool's, where per-sample memory
+     * starts): down along it from hi. The flattest slope there is the
+     * secant from lo, across the edge, and it came down 20 sizes short
+     * (334, then 386, 360 out of memory, 352, 356: 14 trials for 356, 17.35
+     * GiB flat to 300 and 59 MiB a sample; test
+     * search_model_a_pools_edge_from_two_failures_needs). -1: none. */
+    int flat_at_lo = il > 0 && yl - y[il - 1] <= resolvable;
+    int64_t edge = flat_at_lo && failures > 0.0 ? index_floor_of(s, xh - (yh - T) / failures) : -1;
     if (shown > 0.0 && secant * (xm - xl) < shown)
         return settled(s, "what is left of the bracket, %llu to %llu, rises by less than the "
                           "scatter the readings show: those sizes pass or fail by the draw",
@@ -1333,7 +1344,11 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
          * it crept 769, 770, 772, 776, and its certificate stopped the
          * search at 807 where 819 fits. Go along the slope up to lo where
          * the points show one, else bisect. */
-        int64_t i = below > 0.0 ? index_floor_of(s, xl + (T - yl) / below) : -1;
+        /* Or down the failures' secant from hi (edge, above): bisection
+         * from lo at 192 under failures at 7536 (446 GiB) and 3864 (230
+         * GiB), whose secant crosses the threshold at 324, ran three more
+         * out of memory (2028, 1110, 651) before 322. */
+        int64_t i = below > 0.0 ? index_floor_of(s, xl + (T - yl) / below) : edge;
         if (!(i > s->lo && i < s->hi))
             i = propose_bisect(s);
         *next = clamp_inside(s, i);
@@ -1359,7 +1374,9 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     int64_t iu = index_floor_of(s, up), id = index_floor_of(s, down);
     int u_ok = iu > s->lo && iu < s->hi, d_ok = id > s->lo && id < s->hi;
     int64_t i;
-    if (!u_ok && !d_ok)
+    if (edge > s->lo && edge < s->hi)
+        i = edge;
+    else if (!u_ok && !d_ok)
         i = iu <= s->lo && id <= s->lo ? s->lo + 1 : propose_bisect(s);
     else if (u_ok && (!d_ok || T - yl < yh - T))
         i = iu;

@@ -1635,6 +1635,34 @@ TEST(search_model_follows_a_smooth_bend)
     }
 }
 
+/* A pool's edge found from what two failures needed. 17.35 GiB flat up to
+ * batch 300 (a preallocated pool), then 59 MiB a sample, 22.8 GiB usable,
+ * the host's 5%, a framework's out-of-memory message saying what each
+ * failure needed (as PyTorch's and the sim device's do). The flat points
+ * rise by their wander and the line through them leapt to 7536 (needing
+ * 446 GiB); the next failure, 3864, needed 230 GiB. lo stood on the flat
+ * run, so the secant across the bracket was read as a jump's and the
+ * search bisected down from lo's side: three more failures (2028, 1110,
+ * 651) before 257, 313 and the answer, 15 trials, 6 out of memory. The two
+ * failures' own secant is the curve past the edge: down along it from the
+ * lower one it crosses the threshold at the answer, 10 trials, 2 out of
+ * memory. */
+TEST(search_model_a_pools_edge_from_two_failures_needs)
+{
+    curve_oracle c = flat_then_linear(17.35 * 1024.0, 59.0, 300.0, 22.8 * 1024.0, 0.001);
+    c.report_need = 0;
+    c.report_exact_need = 1;
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    if (!r)
+        return;
+    CHECK(r->batch_size + 1 >= bisect && r->batch_size <= bisect);
+    CHECK(r->oom_trials <= 2);
+    CHECK(r->trial_count <= 10);
+    CHECK(answer_was_run(r));
+    batchfit_result_free(r);
+}
+
 /* A minimum whose first reading is too close to the budget is run once
  * more before the search gives up: a reviewer's PyTorch job (310.8 MiB and
  * 40 KiB a sample, 352.45 MiB usable on the host) read 323.45 MiB once at
