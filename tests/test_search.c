@@ -1601,6 +1601,22 @@ static batchfit_result *search_curve(curve_oracle *c, double spread, int expect)
     return search_on(c, BATCHFIT_STRATEGY_MODEL, BATCHFIT_LATTICE_EVERY, spread, expect);
 }
 
+/* The model on the oracle under the host's 5%: bisection's answer or one
+ * size below it, run and accepted, in at most max_trials trials of which at
+ * most max_oom out of memory. */
+static void near_bisection(curve_oracle *c, unsigned max_trials, unsigned max_oom)
+{
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(c, 0.05, &bisect);
+    if (!r)
+        return;
+    CHECK(r->batch_size + 1 >= bisect && r->batch_size <= bisect);
+    CHECK(r->trial_count <= max_trials);
+    CHECK(r->oom_trials <= max_oom);
+    CHECK(answer_was_run(r));
+    batchfit_result_free(r);
+}
+
 /* Memory that bends smoothly, on a program with next to no scatter (the
  * kernel's wander, 0.1%): 10 GiB and 1 GiB x B^0.6, or 4 GiB and 300 MiB x
  * B^0.8 (activations a framework shares between samples), under the host's
@@ -1623,44 +1639,25 @@ TEST(search_model_follows_a_smooth_bend)
             killed_program(bends[k].fixed, bends[k].per_sample, 0.0, bends[k].capacity, 0.001);
         c.power = bends[k].power;
         c.host = 1;
-        uint64_t bisect = 0;
-        batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
-        if (!r)
-            return;
-        CHECK(r->batch_size + 1 >= bisect && r->batch_size <= bisect);
-        CHECK(r->trial_count <= 7);
-        CHECK_EQ(r->oom_trials, 0);
-        CHECK(answer_was_run(r));
-        batchfit_result_free(r);
+        near_bisection(&c, 7, 0);
     }
 }
 
-/* A pool's edge found from what two failures needed. 17.35 GiB flat up to
+/* A pool's edge found from what two failures needed: 17.35 GiB flat up to
  * batch 300 (a preallocated pool), then 59 MiB a sample, 22.8 GiB usable,
- * the host's 5%, a framework's out-of-memory message saying what each
- * failure needed (as PyTorch's and the sim device's do). The flat points
- * rise by their wander and the line through them leapt to 7536 (needing
- * 446 GiB); the next failure, 3864, needed 230 GiB. lo stood on the flat
- * run, so the secant across the bracket was read as a jump's and the
- * search bisected down from lo's side: three more failures (2028, 1110,
- * 651) before 257, 313 and the answer, 15 trials, 6 out of memory. The two
- * failures' own secant is the curve past the edge: down along it from the
- * lower one it crosses the threshold at the answer, 10 trials, 2 out of
- * memory. */
+ * the host's 5%, each out-of-memory message saying what the failure needed
+ * (as PyTorch's and the sim device's do). After 1, 2, 3, 9, 72, 576 (out of
+ * memory), 175, 257 and 421 (out of memory), lo stood on the flat run and
+ * the flattest slope was the secant from it across the edge: down along it
+ * from 421 the search went to 334, then 386 and 360 (out of memory), 352,
+ * 356: 14 trials. The two failures' own secant is the curve past the edge,
+ * and down along it from 421 lies the answer: 10 trials, 2 out of memory. */
 TEST(search_model_a_pools_edge_from_two_failures_needs)
 {
     curve_oracle c = flat_then_linear(17.35 * 1024.0, 59.0, 300.0, 22.8 * 1024.0, 0.001);
     c.report_need = 0;
     c.report_exact_need = 1;
-    uint64_t bisect = 0;
-    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
-    if (!r)
-        return;
-    CHECK(r->batch_size + 1 >= bisect && r->batch_size <= bisect);
-    CHECK(r->oom_trials <= 2);
-    CHECK(r->trial_count <= 10);
-    CHECK(answer_was_run(r));
-    batchfit_result_free(r);
+    near_bisection(&c, 10, 2);
 }
 
 /* A minimum whose first reading is too close to the budget is run once
