@@ -51,6 +51,10 @@
  * band of sizes that pass or fail by the draw reaches further above lo, a
  * size inside it is run (see inside_wide_band). */
 #define TOSS_GIVES_AWAY_AT_MOST 0.25
+/* Once sizes proposed along a smooth bend were run, and the bend ended, a
+ * coin-toss stop gives away at most this share of lo (see
+ * inside_wide_band). */
+#define BENT_GAP_AT_MOST 0.02
 
 /* A stop on a prediction (the next size not run) carries the line one
  * lattice step past lo; where that step is more than one sample and more
@@ -98,6 +102,8 @@ typedef struct search {
     int64_t hi_step;    /* and hi; 0 when the last trial halved the bracket */
     unsigned lo_streak; /* consecutive such moves of lo */
     unsigned hi_streak; /* and of hi */
+    int64_t bend_next;  /* the size the model proposed along a smooth bend (-1: none) */
+    int bend_used;      /* and a size so proposed was run (see inside_wide_band) */
 } search;
 
 /* Decides whether a trial counts as fitting: it must have finished, and a
@@ -232,6 +238,9 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
                               t.message[0] ? t.message : "(no message)", below);
     }
     *tp = t;
+    if (i == s->bend_next)
+        s->bend_used = 1;
+    s->bend_next = -1;
     if (!move) {
     } else if (t.accepted) {
         if (i > s->lo)
@@ -1415,6 +1424,30 @@ typedef struct bend {
     double a, b, p, unit; /* a + b (B / unit)^p */
 } bend;
 
+/* The least-squares curve a + b (B / unit)^p through m points, p over the
+ * grid; its largest residual (INFINITY where none rises). */
+static double fit_bend(const double *x, const double *y, unsigned m, double unit, bend *out)
+{
+    double best = INFINITY;
+    for (unsigned k = 0; k <= 270; k++) {
+        double p = 0.3 + 0.01 * k, z[SMOOTH_POINTS];
+        for (unsigned i = 0; i < m; i++)
+            z[i] = pow(x[i] / unit, p);
+        batchfit_fit f;
+        batchfit__fit_line(z, y, m, &f);
+        if (f.valid && f.bytes_per_sample > 0.0 && f.max_residual_bytes < best) {
+            best = f.max_residual_bytes;
+            *out = (bend){f.intercept_bytes, f.bytes_per_sample, p, unit};
+        }
+    }
+    return best;
+}
+
+static double bend_at(const bend *b, double batch)
+{
+    return b->a + b->b * pow(batch / b->unit, b->p);
+}
+
 static double smooth_bend(const double *px, const double *py, unsigned n, double granule,
                           double quiet_below, bend *out)
 {
@@ -1431,19 +1464,8 @@ static double smooth_bend(const double *px, const double *py, unsigned n, double
     double unit = x[SMOOTH_POINTS - 1];
     batchfit_fit line;
     batchfit__fit_line(x, y, SMOOTH_POINTS, &line);
-    double best = INFINITY;
-    bend found = {0.0, 0.0, 1.0, unit};
-    for (unsigned k = 0; k <= 270; k++) {
-        double p = 0.3 + 0.01 * k, z[SMOOTH_POINTS];
-        for (unsigned i = 0; i < SMOOTH_POINTS; i++)
-            z[i] = pow(x[i] / unit, p);
-        batchfit_fit f;
-        batchfit__fit_line(z, y, SMOOTH_POINTS, &f);
-        if (f.valid && f.bytes_per_sample > 0.0 && f.max_residual_bytes < best) {
-            best = f.max_residual_bytes;
-            found = (bend){f.intercept_bytes, f.bytes_per_sample, p, unit};
-        }
-    }
+    bend found = {0.0, 0.0, 1.0, unit}, lower = found;
+    double best = fit_bend(x, y, SMOOTH_POINTS, unit, &found);
     /* Within the quiet cut of the curve, and the line ten times as far
      * off (and past a quarter of the cut, and the pages a reading wanders
      * by): chunked memory (steps of 64 samples) lay within 108 MiB of a
@@ -1453,6 +1475,13 @@ static double smooth_bend(const double *px, const double *py, unsigned n, double
     if (!line.valid || isinf(best) || best > quiet_below ||
         line.max_residual_bytes <= 10.0 * best ||
         line.max_residual_bytes <= fmax(floor, 0.25 * quiet_below))
+        return 0.0;
+    /* And the curve through the lower four foretells the top one within
+     * the cut: noise of 1-3% lies on some such curve by chance now and
+     * then, and a curve that only fits what it was fitted to sent a
+     * staircase's search to 2558, 35% over the threshold. */
+    if (isinf(fit_bend(x, y, SMOOTH_POINTS - 1, unit, &lower)) ||
+        !(fabs(bend_at(&lower, x[SMOOTH_POINTS - 1]) - y[SMOOTH_POINTS - 1]) <= quiet_below))
         return 0.0;
     *out = found;
     return best > floor ? best : floor;
@@ -1516,7 +1545,7 @@ static const char *model_name(const view *v)
 static double model_at_next(const view *v)
 {
     if (v->bent > 0.0)
-        return v->curve.a + v->curve.b * pow(v->next_x / v->curve.unit, v->curve.p);
+        return bend_at(&v->curve, v->next_x);
     return line_at_next(v->x, v->y, v->n, v->lo_x, v->next_x, v->top_x, v->top_y, v->slope,
                         v->top3_quiet);
 }
@@ -1673,8 +1702,33 @@ static void read_points(search *s, view *v)
      * carries lo to the next size. */
     bend curve = {0.0, 0.0, 1.0, 1.0};
     double bent = 0.0;
-    if (s->spread > 0.0 && use == n)
-        bent = smooth_bend(x, y, n, granule, quiet_below, &curve);
+    int jump_past_bend = 0;
+    if (s->spread > 0.0 && use == n) {
+        /* Fitted to the points up to lo: a rejected reading above lo that
+         * the curve does not explain is a workspace above it (read far
+         * over the curve) or a curve that turned (read under it). */
+        unsigned upto = n;
+        if (s->lo >= 0) {
+            unsigned k = index_of(x, n, (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo));
+            upto = k < n ? k + 1 : n;
+        }
+        bent = smooth_bend(x, y, upto, granule, quiet_below, &curve);
+        for (unsigned k = upto; k < n && bent > 0.0; k++) {
+            double off = y[k] - bend_at(&curve, x[k]);
+            if (off < -quiet_below)
+                bent = 0.0;
+            else if (off > quiet_below)
+                jump_past_bend = 1;
+        }
+        /* A failure above lo where the curve puts that size under the
+         * threshold: a workspace past lo as well. Proposed along the curve
+         * past such a jump, the search ran seven sizes out of memory one
+         * after another; the bracket is searched instead. */
+        if (bent > 0.0 && s->hi < (int64_t)s->lattice.count &&
+            bend_at(&curve, (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi)) <
+                s->safe_budget)
+            jump_past_bend = 1;
+    }
     if (bent > 0.0) {
         quiet = 1;
         s->quiet = 1;
@@ -1718,7 +1772,7 @@ static void read_points(search *s, view *v)
         if (below.valid && below.max_residual_bytes < quiet_below)
             jump_band = 2.0 * scatter + granule;
     }
-    int line_reaches_lo = continues_past_lo(x, y, n, lo_x, jump_band);
+    int line_reaches_lo = !jump_past_bend && continues_past_lo(x, y, n, lo_x, jump_band);
     /* Nor where lo stands on a flat run under quiet points: it read what the
      * point below it read, to within twice the quiet points' own residual
      * and a granule, where the line has memory rise by four times that.
@@ -1788,7 +1842,15 @@ static int64_t inside_wide_band(const search *s, const view *v, double predicted
         if (top > below_hi)
             top = below_hi;
     }
-    if (!(top - v->lo_x > TOSS_GIVES_AWAY_AT_MOST * v->lo_x))
+    /* After steps along a smooth bend that ended (the curve turned: a
+     * kink, a saturation), the points up to lo lie far apart and the line
+     * through them across the turn leaves the prior's band: a band that
+     * bisection's creep from below would have closed. BENT_GAP_AT_MOST of
+     * lo is given away at most there: a concave curve whose slope fell by
+     * 42% at 68% of the answer stopped at 6653 (5001 and 6653 along the
+     * bend, 8316 refused above it) where 8253 fits. */
+    double at_most = s->bend_used && !(v->bent > 0.0) ? BENT_GAP_AT_MOST : TOSS_GIVES_AWAY_AT_MOST;
+    if (!(top - v->lo_x > at_most * v->lo_x))
         return -1;
     int64_t i = index_floor_of(s, 0.5 * (v->lo_x + top));
     if (i <= s->lo)
@@ -1991,7 +2053,8 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
                        next_size(s));
     int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
     /* Along a smooth bend, where the curve crosses the aim. */
-    if (bent > 0.0 && !isinf(bend_crossing(&v->curve, s->aim, top_x)))
+    int along_bend = bent > 0.0 && !isinf(bend_crossing(&v->curve, s->aim, top_x));
+    if (along_bend)
         c = index_floor_of(s, bend_crossing(&v->curve, s->aim, top_x));
     if (s->spread > 0.0 && c <= s->lo) {
         /* The careful slope says no further, the central one says there is
@@ -2008,6 +2071,8 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
                                     : secant_cap(s, x, y, n, resolvable));
     if (c > s->lo && c < s->hi) {
         *next = c;
+        if (along_bend)
+            s->bend_next = c;
         return 0;
     }
     if (c >= s->hi) {
@@ -2219,6 +2284,7 @@ static void search_init(search *s, batchfit_ctx *ctx, const batchfit_options *op
                            result->min_batch, result->upper_bound);
     s->lo = -1;
     s->hi = (int64_t)s->lattice.count;
+    s->bend_next = -1;
     s->budget_known = result->budget.known && result->budget.budget_bytes > 0;
     s->budget = (double)result->budget.budget_bytes;
     s->spread = result->budget.peak_spread > 0 ? result->budget.peak_spread : 0.0;

@@ -17,6 +17,8 @@ typedef struct curve_oracle {
     double level_slope;
     double power;               /* per-sample memory grows as batch^power (activations shared
                                    between samples, a B x B term); 0: 1, a line */
+    double kink_at, kink_ratio; /* past kink_at that growth goes on kink_ratio times as fast
+                                   (a curve that turns); 0: never */
     double pool_block;          /* per-sample memory comes in pools of this size doubled
                                    until they hold it (an allocator's 2^k blocks); 0: none */
     int report_peak;
@@ -47,7 +49,12 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
     double grown = (double)batch > o->flat_until ? (double)batch - o->flat_until : 0.0;
     if (o->step > 0.0)
         grown = ceil(grown / o->step) * o->step;
-    double peak = o->fixed + o->per_sample * (o->power > 0.0 ? pow(grown, o->power) : grown);
+    double g = o->power > 0.0 ? pow(grown, o->power) : grown;
+    if (o->kink_at > 0.0 && grown > o->kink_at) {
+        double at = o->power > 0.0 ? pow(o->kink_at, o->power) : o->kink_at;
+        g = at + o->kink_ratio * (g - at);
+    }
+    double peak = o->fixed + o->per_sample * g;
     if (o->level_from > 0.0 && grown > o->level_from)
         peak = o->fixed + o->per_sample * o->level_from + o->level_slope * (grown - o->level_from);
     if (o->pool_block > 0.0) {
@@ -1641,6 +1648,35 @@ TEST(search_model_follows_a_smooth_bend)
         c.host = 1;
         near_bisection(&c, 7, 0);
     }
+}
+
+/* A bend that turns: 7.28 GiB and 793 MiB x B^0.5, whose growth slows to
+ * 0.576 of itself past 5612 (a reviewer's curve), 80 GiB, the host's 5%,
+ * no wander. Five points on the curve send the search along it past the
+ * turn (5069, 6711); there the line through points far apart across it
+ * left the declared prior's band standing, and on a reviewer's draw of
+ * this curve the search stopped on a coin toss at 6653 where 8253 fits.
+ * Once sizes proposed along a bend have run, such a stop gives away at
+ * most 2% of lo: 8256, bisection's answer, in 11 trials (the search before
+ * bends: 8253 in 12). And a workspace of 8.8 GiB from 6000 on: the reading
+ * at 6718 lies far above the curve fitted up to lo, so no line is carried
+ * across it to lo + 1 (it put 5569 over the threshold and stopped the
+ * search at 5568) and the bracket is searched: 5999, bisection's answer,
+ * in 18 trials, the last seven halving down onto the jump as bisection
+ * does (the search before bends: 5972 in 12). */
+TEST(search_model_a_bend_that_turns)
+{
+    curve_oracle c = killed_program(7450.0, 792.7, 0.0, 81920.0, 0.0);
+    c.power = 0.5;
+    c.kink_at = 5612.0;
+    c.kink_ratio = 0.576;
+    c.host = 1;
+    near_bisection(&c, 11, 0);
+    curve_oracle jump = killed_program(7450.0, 792.7, 9000.0, 81920.0, 0.0005);
+    jump.power = 0.5;
+    jump.jump_at = 6000.0;
+    jump.host = 1;
+    near_bisection(&jump, 18, 0);
 }
 
 /* A pool's edge found from what two failures needed: 17.35 GiB flat up to
