@@ -1709,7 +1709,8 @@ static void read_points(search *s, view *v)
          * over the curve) or a curve that turned (read under it). */
         unsigned upto = n;
         if (s->lo >= 0) {
-            unsigned k = index_of(x, n, (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo));
+            double at = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
+            unsigned k = index_of(x, n, at);
             upto = k < n ? k + 1 : n;
         }
         bent = smooth_bend(x, y, upto, granule, quiet_below, &curve);
