@@ -41,6 +41,14 @@
 /* How many times its own rise a line through the points may be carried to
  * the threshold before the rise counts as noise (see propose_model). */
 #define EXTRAPOLATE_AT_MOST 64.0
+/* Nor, past WIDEN_AT_MOST times the top size, a rise across quiet points
+ * under this many times what two readings and rounding can make
+ * (resolvable): their line's slope is then known to a fraction of itself.
+ * Quiet points over a pool's flat run (17.35 to 17.41 GiB from 1 to 192,
+ * the kernel's wander) made a line that went from 192 to 7536 in one step
+ * (446 GiB), and five halvings out of memory followed where the pool ran
+ * out at 300; the flat run is widened into instead (propose_slope_unknown). */
+#define RESOLVED_RISE 4.0
 /* A coin toss at the next size that quiet points leave (the line puts it
  * within their scatter of the threshold) is run where that size is at
  * least this share larger than lo: at small sizes one step is a large part
@@ -2017,7 +2025,10 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
      * exact, and a small rise is the slope (a 1 MiB line over 20 GiB goes
      * from 3 to its crossing at 61439 in one step). */
     if (!(slope > 0.0) || fy[use - 1] - fy[0] < resolvable ||
-        (s->spread > 0.0 && s->aim - top_y > EXTRAPOLATE_AT_MOST * (fy[use - 1] - fy[0]))) {
+        (s->spread > 0.0 && s->aim - top_y > EXTRAPOLATE_AT_MOST * (fy[use - 1] - fy[0])) ||
+        (s->spread > 0.0 && quiet && !(v->bent > 0.0) &&
+         fy[use - 1] - fy[0] < RESOLVED_RISE * resolvable &&
+         crossing(s, top_x, top_y, slope) > WIDEN_AT_MOST * top_x)) {
         /* No rise, a fall, or one lost in the noise: the slope is unknown. */
         return propose_slope_unknown(s, x, y, n, noise, granule, s->spread > 0.0 && !quiet, next);
     }

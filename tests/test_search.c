@@ -1696,6 +1696,38 @@ TEST(search_model_a_pools_edge_from_two_failures_needs)
     near_bisection(&c, 10, 2);
 }
 
+/* Quiet points over a pool's flat run rise by the kernel's wander: 17.35
+ * GiB up to batch 300, then 59 MiB a sample, 22.8 GiB usable, the host's
+ * 5%, a 0.2% wander (eight draws of it). A line through such points, its
+ * rise a few times what two readings can differ by, carried 3.4 GiB to
+ * the threshold, put the crossing far past the top point: on one draw the
+ * search went from 1, 2 and 3 to 89, out of memory (on make bench's like
+ * case from 192 to 7536, needing 446 GiB). A rise under four times what two
+ * readings and rounding can make is no slope past eight times the top size
+ * (WIDEN_AT_MOST): no trial runs further than that past the largest size
+ * that fitted, and every draw ends within a size of the answer. */
+TEST(search_model_a_wandering_flat_run_is_no_slope)
+{
+    for (unsigned salt = 0; salt < 8; salt++) {
+        curve_oracle c = flat_then_linear(17.35 * 1024.0, 59.0, 300.0, 22.8 * 1024.0, 0.002);
+        c.report_need = 0;
+        c.report_exact_need = 1;
+        c.wander_salt = salt;
+        batchfit_result *r = search_curve(&c, 0.05, BATCHFIT_OK);
+        if (!r)
+            return;
+        uint64_t fitted = 0;
+        for (size_t t = 0; t < r->trial_count; t++) {
+            CHECK(r->trials[t].batch <= 8 * (fitted ? fitted : 1));
+            if (r->trials[t].accepted && r->trials[t].batch > fitted)
+                fitted = r->trials[t].batch;
+        }
+        /* floor((22.8 GiB x 0.95 / 1.05 - 17.35 GiB) / 59 MiB) + 300 = 357. */
+        CHECK(r->batch_size >= 354 && r->batch_size <= 357);
+        batchfit_result_free(r);
+    }
+}
+
 /* A minimum whose first reading is too close to the budget is run once
  * more before the search gives up: a reviewer's PyTorch job (310.8 MiB and
  * 40 KiB a sample, 352.45 MiB usable on the host) read 323.45 MiB once at
