@@ -20,5 +20,6 @@ int fuzz_json(const uint8_t *data, size_t size);
 int fuzz_sim_spec(const uint8_t *data, size_t size);
 int fuzz_cache(const uint8_t *data, size_t size);
 int fuzz_result(const uint8_t *data, size_t size);
+int fuzz_search(const uint8_t *data, size_t size);
 
 #endif

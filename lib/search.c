@@ -253,7 +253,10 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
     } else if (t.accepted) {
         if (i > s->lo)
             s->lo = i;
-    } else if (i < s->hi) {
+    } else if (i < s->hi && i > s->lo) {
+        /* A rejection at or below lo (a size that fitted, failing when run
+         * again) is a reading, not the bracket's end: as hi it inverted
+         * the bracket, and the search ran sizes past 2^62. */
         set_hi(s, i, &t);
     }
     if (stop)
@@ -328,7 +331,8 @@ static int64_t clamp_inside(const search *s, int64_t i)
 
 static int64_t index_floor_of(const search *s, double batch)
 {
-    if (batch < 1.0)
+    /* NaN too: no size (a target from readings that fell to nothing). */
+    if (!(batch >= 1.0))
         return -1;
     if (batch >= (double)INT64_MAX)
         return (int64_t)s->lattice.count - 1;
@@ -341,6 +345,15 @@ static int64_t index_floor_of(const search *s, double batch)
 static uint64_t span(int64_t lo, int64_t hi)
 {
     return (uint64_t)hi - (uint64_t)lo;
+}
+
+/* from + 2 step, in lattice indices, no further than the last index: on a
+ * lattice of 2^63 sizes (--max near 2^63) a creeping search's doubled step
+ * overflowed int64_t and proposed sizes past the bound. */
+static int64_t twice_past(const search *s, int64_t from, int64_t step)
+{
+    int64_t last = (int64_t)s->lattice.count - 1;
+    return step > (last - from) / 2 ? last : from + 2 * step;
 }
 
 static int64_t propose_bisect(const search *s)
@@ -430,6 +443,16 @@ static unsigned index_of(const double *x, unsigned n, double batch)
     return i;
 }
 
+/* A reading in bytes as a count: a peak at or past 2^64 - 1024 rounds to
+ * 2^64 as a double, which no uint64_t holds (a trial that finished over the
+ * budget reporting UINT64_MAX). */
+static uint64_t bytes_u64(double v)
+{
+    if (!(v > 0.0))
+        return 0;
+    return v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+}
+
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
     while (b) {
@@ -453,7 +476,7 @@ static double granule_of(const double *y, unsigned n)
     uint64_t g = 0;
     int differ = 0;
     for (unsigned i = 0; i < n; i++) {
-        g = gcd_u64(g, (uint64_t)y[i]);
+        g = gcd_u64(g, bytes_u64(y[i]));
         differ |= y[i] != y[0];
     }
     return differ ? (double)g : 0.0;
@@ -811,7 +834,9 @@ static int64_t propose_without_points(const search *s)
             target = below;
     }
     int64_t c = index_floor_of(s, target);
-    return c < 0 ? 0 : clamp_inside(s, c);
+    /* Inside the bracket: with fits that read no peak, lo may already stand
+     * above the minimum, and proposing it again ran it thirty times. */
+    return clamp_inside(s, c < 0 ? 0 : c);
 }
 
 /* The geometric middle of low_x and hi's size where hi lies more than four
@@ -921,7 +946,7 @@ static int propose_slope_unknown(search *s, const double *x, const double *y, un
      * the fixed part was half the threshold (22 trials over a pool's flat
      * run); the full factor overshot a pool's edge five sizes away. Widen
      * by the geometric middle of the two factors. */
-    if (n >= 2 && steepest == all_grows && target < widest)
+    if (n >= 2 && steepest == all_grows && target > 0.0 && target < widest)
         target = largest * sqrt(target / largest * WIDEN_AT_MOST);
     if (target > widest && !(prior_bounds && rose)) {
         double all = crossing(s, top_x, top_y + granule, all_grows);
@@ -1401,8 +1426,8 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
         i = id;
     /* A side that keeps moving by small steps is creeping toward a crossing
      * the readings misplace: each step from it at least twice the last. */
-    if (s->lo_streak >= 2 && i < s->lo + 2 * s->lo_step)
-        i = s->lo + 2 * s->lo_step;
+    if (s->lo_streak >= 2 && i < twice_past(s, s->lo, s->lo_step))
+        i = twice_past(s, s->lo, s->lo_step);
     if (s->hi_streak >= 2 && i > s->hi - 2 * s->hi_step)
         i = s->hi - 2 * s->hi_step;
     /* A doubled step that would leave the bracket is bisection's to take
@@ -2003,7 +2028,7 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
         double grown = top_y - base;
         /* The allocation granule divides both, hence what grew. */
         double g = s->result->baseline_known && grown > 0.0
-                       ? (double)gcd_u64((uint64_t)top_y, (uint64_t)base)
+                       ? (double)gcd_u64(bytes_u64(top_y), bytes_u64(base))
                        : 0.0;
         if (!(grown > 0.0) || grown < declared) {
             /* What the batch added is lost in the noise. */
@@ -2235,7 +2260,7 @@ static int propose(search *s, int64_t *next)
             !coarse_step_ahead(s))
             return 1;
         s->why[0] = '\0';
-        *next = clamp_inside(s, s->lo + 2 * (s->step > 0 ? s->step : 1));
+        *next = clamp_inside(s, twice_past(s, s->lo, s->step > 0 ? s->step : 1));
         return 0;
     }
     if (propose_model(s, next) == 0)
@@ -2647,18 +2672,19 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
     s.oracle_userdata = oracle_userdata;
 
     int rc = BATCHFIT_OK;
-    unsigned trials = 0;
     while (span(s.lo, s.hi) > 1) {
         int64_t next;
         if (propose(&s, &next))
             break;
-        if (trials == opts->max_trials) {
+        /* The trials recorded, not the loop's turns: a minimum too close
+         * on its first reading runs twice in one turn (run_trial), and a
+         * count of turns let max_trials = 2 run three. */
+        if (result->trial_count >= opts->max_trials) {
             rc = stop_at_limit(&s);
             break;
         }
         int64_t before_lo = s.lo, before_hi = s.hi;
         rc = run_trial(&s, next);
-        trials++;
         result->rounds++;
         if (rc)
             break;

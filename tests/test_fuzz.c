@@ -43,6 +43,7 @@ TEST(fuzz_corpora_replay_cleanly)
     CHECK(replay("sim_spec", fuzz_sim_spec) >= 4);
     CHECK(replay("cache", fuzz_cache) >= 4);
     CHECK(replay("result", fuzz_result) >= 4);
+    CHECK(replay("search", fuzz_search) >= 8);
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/batchfit-fuzz-cache-%ld", (long)getpid());
     rmdir(dir);

@@ -1728,6 +1728,164 @@ TEST(search_model_a_wandering_flat_run_is_no_slope)
     }
 }
 
+/* Edge cases a fuzzer found (750,000 searches under ASan and UBSan). Each
+ * oracle below is the smallest program that showed one; the sanitizer
+ * stages of CI fail on the undefined behaviour, the checks on the rest. */
+
+/* Readings that fall from 53 GB at the minimum to nothing past it, a 20%
+ * spread and a baseline: the steepest slope's crossing went below zero, its
+ * square root was NaN, and NaN was cast to a size. */
+static int falls_to_nothing(void *userdata, uint64_t batch, batchfit_trial *t)
+{
+    (void)userdata;
+    t->outcome = BATCHFIT_FITS;
+    t->peak_known = 1;
+    t->peak_bytes = batch <= 202 ? UINT64_C(53303653099) : 0;
+    return 0;
+}
+
+/* A trial that ran to its end far over the budget and reads UINT64_MAX:
+ * as a double that is 2^64, which no uint64_t holds (the granule's cast). */
+static int reads_uint64_max(void *userdata, uint64_t batch, batchfit_trial *t)
+{
+    (void)userdata;
+    t->outcome = BATCHFIT_FITS;
+    t->peak_known = 1;
+    t->peak_bytes = batch <= 4 ? 1000 * batch : UINT64_MAX;
+    return 0;
+}
+
+/* Fits that read no peak up to 10, then out of memory; the minimum fails
+ * when run again (the calls counted in *userdata). */
+static int unmeasured_then_flaky(void *userdata, uint64_t batch, batchfit_trial *t)
+{
+    unsigned *calls = userdata;
+    t->outcome = batch <= 10 ? BATCHFIT_FITS : BATCHFIT_OOM;
+    if (batch == 1 && ++*calls > 1)
+        t->outcome = BATCHFIT_OOM;
+    return 0;
+}
+
+/* Memory that saturates at 40 MB (+-10% a size), 51.6 MB usable: every size
+ * fits, up to a bound near 2^63. */
+static int saturates(void *userdata, uint64_t batch, batchfit_trial *t)
+{
+    (void)userdata;
+    uint64_t h = batch * UINT64_C(0x9E3779B97F4A7C15);
+    h ^= h >> 31;
+    double u = (double)(h % 2001) / 1000.0 - 1.0;
+    double f = 4e7 * (1.0 - exp(-(double)batch / 265.0));
+    if (f < 150000.0)
+        f = 150000.0;
+    t->outcome = BATCHFIT_FITS;
+    t->peak_known = 1;
+    t->peak_bytes = (uint64_t)(f * (1.0 + 0.1 * u));
+    return 0;
+}
+
+static batchfit_result *search_edge(batchfit_options *o, uint64_t budget, double spread,
+                                    uint64_t baseline, batchfit_oracle_fn oracle, void *userdata)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    int rc = batchfit_decide(ctx, o, 0, &r);
+    if (rc == BATCHFIT_OK) {
+        r->budget.known = 1;
+        r->budget.budget_bytes = budget;
+        r->budget.peak_spread = spread;
+        r->baseline_known = baseline > 0;
+        r->baseline_bytes = baseline;
+        rc = batchfit_search(ctx, o, oracle, userdata, r);
+    }
+    batchfit_ctx_free(ctx);
+    if (rc != BATCHFIT_OK) {
+        test_fail(__FILE__, __LINE__, "search returned %d", rc);
+        batchfit_result_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Every trial a size inside [min, upper_bound], and the answer one that ran
+ * and fitted. */
+static void within_bounds(const batchfit_result *r)
+{
+    for (size_t t = 0; t < r->trial_count; t++)
+        CHECK(r->trials[t].batch >= r->min_batch && r->trials[t].batch <= r->upper_bound);
+    CHECK(answer_was_run(r));
+}
+
+TEST(search_edge_cases_stay_defined_and_inside_the_bounds)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.min_batch = 202;
+    o.upper_limit = INT64_MAX - 1;
+    batchfit_result *r = search_edge(&o, UINT64_C(82421463227), 0.2, UINT64_C(51689967878),
+                                     falls_to_nothing, NULL);
+    if (r)
+        within_bounds(r);
+    batchfit_result_free(r);
+
+    batchfit_options_init(&o);
+    o.requested_max = 64;
+    r = search_edge(&o, 100000, 0.0, 0, reads_uint64_max, NULL);
+    /* 4000 bytes at 4, the next size over: 4 (the reading at 5 finished far
+     * over the budget). */
+    CHECK(r && r->batch_size == 4);
+    if (r)
+        within_bounds(r);
+    batchfit_result_free(r);
+
+    /* A remembered line that crosses the budget below the minimum and fits
+     * that read nothing: the minimum, already accepted, was proposed again
+     * (thirty times), and its failure there made it the bracket's upper
+     * end below lo; the search then ran sizes past 2^62 where the bound is
+     * 1000. Now the bracket closes at 10. */
+    unsigned calls = 0;
+    batchfit_options_init(&o);
+    o.requested_max = 1000;
+    o.cached_fit.valid = 1;
+    o.cached_fit.intercept_bytes = 2000;
+    o.cached_fit.bytes_per_sample = 1;
+    o.cached_fit.points = 3;
+    r = search_edge(&o, 1000, 0.0, 0, unmeasured_then_flaky, &calls);
+    CHECK(r && r->batch_size == 10);
+    if (r)
+        within_bounds(r);
+    batchfit_result_free(r);
+
+    /* Saturating memory under a bound near 2^63: the creep's doubled step
+     * overflowed int64_t and proposed sizes past the bound. */
+    batchfit_options_init(&o);
+    o.upper_limit = INT64_MAX;
+    o.max_trials = 100;
+    r = search_edge(&o, 51643197, 0.05, 0, saturates, NULL);
+    CHECK(r && r->batch_size == r->upper_bound);
+    if (r)
+        within_bounds(r);
+    batchfit_result_free(r);
+}
+
+/* max_trials counts trials, a minimum run twice too: with 2, a minimum too
+ * close on its first reading ran three (and said "the limit of 2"). */
+TEST(search_max_trials_counts_a_minimum_run_twice)
+{
+    curve_oracle c = killed_program(310.8, 0.04, 0, 352.45, 0.0);
+    c.cold_start = 12.65 * 1048576.0;
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 65536;
+    o.max_trials = 2;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK(r && r->trial_count == 2 && r->batch_size == 1);
+    CHECK(r && r->warning_count == 1 && strstr(r->warnings[0], "limit of 2 trials"));
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
 /* A minimum whose first reading is too close to the budget is run once
  * more before the search gives up: a reviewer's PyTorch job (310.8 MiB and
  * 40 KiB a sample, 352.45 MiB usable on the host) read 323.45 MiB once at
