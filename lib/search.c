@@ -1398,9 +1398,14 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     }
     /* Under a declared spread: the flattest local slope puts lo + 1 over
      * the threshold by more than the noise lo's reading may hide (the
-     * declared band until the data refute it) and a granule. */
+     * declared band until the data refute it) and a granule. Only where a
+     * slope was read at lo, or the bracket spans no more than lo again: a
+     * secant across a wide bracket is a slope at lo only on a line, and on
+     * memory that grows as B^2.9 the secant from 1 to a failure at 2^20
+     * put 2 over the threshold where 512 fits. */
     double xn = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1);
-    if (s->spread > 0.0 && yl + flat * (xn - xl) - granule - band > T)
+    if (s->spread > 0.0 && (below > 0.0 || xh <= 2.0 * xl) &&
+        yl + flat * (xn - xl) - granule - band > T)
         return settled(s, "the local slope predicts %llu (not run) over the acceptance threshold "
                           "by more than the noise %llu's reading may hide",
                        next_size(s), (unsigned long long)xl);

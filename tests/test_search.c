@@ -1867,6 +1867,32 @@ TEST(search_edge_cases_stay_defined_and_inside_the_bounds)
     batchfit_result_free(r);
 }
 
+/* Memory that grows as B^2.9 on the powers-of-two lattice, next to
+ * nothing at batch 1 (a fuzzer's case: 6 bytes, then 4.5 x B^2.88 bytes),
+ * 1.7 GiB usable, 1% declared, each failure saying what it needed. Batch 1's
+ * reading, all of it taken as growing with the batch, sends the search to
+ * the bound (2^20), which fails; the secant from 1 to that failure is no
+ * slope at 1 on a curve this steep, and it "certified" 2 over the threshold:
+ * answer 1 where 512 fits. That certificate now needs a slope read at lo,
+ * or a bracket no wider than lo again. */
+TEST(search_model_a_wide_bracket_certifies_nothing)
+{
+    curve_oracle c = measured_line(1.33, 4.5, 1821590518.0);
+    c.power = 2.88;
+    c.report_exact_need = 1;
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.lattice = BATCHFIT_LATTICE_POW2;
+    o.upper_limit = 1048576;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.01, &r), BATCHFIT_OK);
+    /* 4.5 x 512^2.88 = 2.9e8 bytes, under 1.82e9 x 0.99 / 1.01; 1024: 2.1e9. */
+    CHECK(r && r->batch_size == 512);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
 /* max_trials counts trials, a minimum run twice too: with 2, a minimum too
  * close on its first reading ran three (and said "the limit of 2"). */
 TEST(search_max_trials_counts_a_minimum_run_twice)
