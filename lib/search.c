@@ -1914,6 +1914,23 @@ static int certifies(const search *s, const view *v, double predicted)
            v->y[v->il] + v->slope * (v->next_x - v->lo_x) - v->tolerance > s->safe_budget;
 }
 
+/* Whether the line speaks for lo + 1: a point other than lo lies within a
+ * factor of two of it, or lo's own reading, a step along the slope, is not
+ * below the coin-toss band by more than a draw. Parallel rounds can leave lo
+ * the only point near it, the line fitted to sizes far above: batch 1 and
+ * three that finished past the budget at 127553-1048576 (a curve that grows
+ * as log B) put 2 in the band, 50 GB over batch 1's own reading, and the
+ * search stopped at 1 where 398 fits. */
+static int line_near_lo(const search *s, const view *v)
+{
+    if (v->il >= v->n)
+        return 1;
+    for (unsigned k = 0; k < v->n; k++)
+        if (k != v->il && v->x[k] >= 0.5 * v->lo_x && v->x[k] <= 2.0 * v->next_x)
+            return 1;
+    return v->y[v->il] + v->slope * (v->next_x - v->lo_x) >= s->aim - 2.0 * v->scatter;
+}
+
 /* Whether lo + 1 is settled (returns 1): certified over the threshold, or
  * a coin toss the points cannot decide; or, inside a bracket, the next
  * size from the readings at both ends (returns 0). -1: neither applies. */
@@ -1954,7 +1971,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
          * scatter again. Where the points lie on a line to within
          * rounding, that band is under one lattice step wide and the answer
          * is at most one step short of where a re-run decides. */
-        if (predicted > s->aim - scatter) {
+        if (predicted > s->aim - scatter && line_near_lo(s, v)) {
             /* Unless that band (2 scatter) is under two sizes wide and the
              * line puts the next size no more than the scatter over the
              * threshold: a coin toss that close is cheaper to run than to

@@ -1893,6 +1893,55 @@ TEST(search_model_a_wide_bracket_certifies_nothing)
     batchfit_ctx_free(ctx);
 }
 
+/* Memory that grows as log B (20.4 GB at 1, 39.4 GB at 379; a fuzzer's
+ * curve), 60 GB, 20% declared, trials past the budget running to their end,
+ * searched in parallel rounds of 2, 4 and 8 up to 2^40. The first round's
+ * far size and the next round's failed past the budget, and the line
+ * through batch 1 and those readings put 2 in the coin-toss band, 50 GB
+ * over batch 1's own reading: the search stopped at 1 (106 with 4) where
+ * 398 fits. A coin toss needs the line to speak for lo + 1: another point
+ * within a factor of two, or lo's own reading in the band. */
+static double log_curve(double b)
+{
+    double a = 2.03308e10, top = 3.93784e10, x = b / 379.272, p = 0.57906;
+    return ceil((a + (top - a) * log1p(x / p) / log1p(1.0 / p)) / 2097152.0) * 2097152.0;
+}
+
+static int log_round(void *userdata, const uint64_t *batches, size_t count,
+                     batchfit_trial *trials)
+{
+    (void)userdata;
+    for (size_t i = 0; i < count; i++) {
+        trials[i].outcome = BATCHFIT_FITS;
+        trials[i].peak_known = 1;
+        trials[i].peak_bytes = (uint64_t)log_curve((double)batches[i]);
+    }
+    return 0;
+}
+
+TEST(search_parallel_a_far_round_leaves_no_coin_toss_at_lo)
+{
+    static const unsigned ks[] = {2, 4, 8};
+    for (unsigned i = 0; i < 3; i++) {
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.requested_max = UINT64_C(1) << 40;
+        batchfit_result *r = NULL;
+        CHECK_EQ(batchfit_decide(ctx, &o, 0, &r), BATCHFIT_OK);
+        r->budget.known = 1;
+        r->budget.budget_bytes = UINT64_C(59959936090);
+        r->budget.peak_spread = 0.2;
+        CHECK_EQ(batchfit_search_parallel(ctx, &o, ks[i], log_round, NULL, r), BATCHFIT_OK);
+        /* Still short of 398 (a 20% band along a line through a log
+         * curve), but not 1: 122, 385 and 370. */
+        CHECK(r->batch_size >= 100);
+        CHECK(answer_was_run(r));
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
+}
+
 /* max_trials counts trials, a minimum run twice too: with 2, a minimum too
  * close on its first reading ran three (and said "the limit of 2"). */
 TEST(search_max_trials_counts_a_minimum_run_twice)
