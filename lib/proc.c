@@ -361,53 +361,73 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     return rc;
 }
 
-unsigned batchfit__proc_children(long *pids, unsigned max)
+/* Calls visit(pid, state, userdata) for each process whose parent is this
+ * one, until it returns nonzero. */
+static void each_child(int (*visit)(long pid, char state, void *userdata), void *userdata)
 {
     long self = (long)getpid();
-    unsigned n = 0;
     DIR *d = opendir("/proc");
     if (!d)
-        return 0;
-    struct dirent *e;
-    while (n < max && (e = readdir(d)) != NULL) {
-        long ppid, rss;
-        unsigned long long start;
-        char state = 0;
-        /* A child already dead is not spared: reaped after the trial, as
-         * any zombie of ours has been (an orphan a test left, say). */
-        if (isdigit((unsigned char)e->d_name[0]) &&
-            read_stat(e->d_name, &ppid, &start, &rss, &state) == 0 && ppid == self &&
-            state != 'Z')
-            pids[n++] = strtol(e->d_name, NULL, 10);
-    }
-    closedir(d);
-    return n;
-}
-
-unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count)
-{
-    long self = (long)getpid();
-    unsigned killed = 0;
-    DIR *d = opendir("/proc");
-    if (!d)
-        return 0;
+        return;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         long ppid, rss;
         unsigned long long start;
-        if (!isdigit((unsigned char)e->d_name[0]) ||
-            read_stat(e->d_name, &ppid, &start, &rss, NULL) != 0 || ppid != self)
-            continue;
-        pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
-        if (spared(spare, spare_count, (long)pid))
-            continue;
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-        killed++;
+        char state = 0;
+        if (isdigit((unsigned char)e->d_name[0]) &&
+            read_stat(e->d_name, &ppid, &start, &rss, &state) == 0 && ppid == self &&
+            visit(strtol(e->d_name, NULL, 10), state, userdata))
+            break;
     }
     closedir(d);
-    return killed;
+}
+
+typedef struct child_list {
+    long *pids;
+    unsigned max, count;
+} child_list;
+
+/* A child already dead is not listed: reaped after the trial, as any
+ * zombie of ours has been (an orphan a test left, say). */
+static int list_child(long pid, char state, void *userdata)
+{
+    child_list *l = userdata;
+    if (state != 'Z')
+        l->pids[l->count++] = pid;
+    return l->count >= l->max;
+}
+
+unsigned batchfit__proc_children(long *pids, unsigned max)
+{
+    child_list l = {pids, max, 0};
+    if (max)
+        each_child(list_child, &l);
+    return l.count;
+}
+
+typedef struct reaping {
+    const long *spare;
+    unsigned spare_count, killed;
+} reaping;
+
+static int reap_child(long pid, char state, void *userdata)
+{
+    (void)state;
+    reaping *r = userdata;
+    if (spared(r->spare, r->spare_count, pid))
+        return 0;
+    kill((pid_t)pid, SIGKILL);
+    while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    r->killed++;
+    return 0;
+}
+
+unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count)
+{
+    reaping r = {spare, spare_count, 0};
+    each_child(reap_child, &r);
+    return r.killed;
 }
 
 int batchfit__proc_alive(long pid, unsigned long long start)
