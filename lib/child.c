@@ -1216,8 +1216,9 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
      * after it); up to 63 of them, the guard after them. */
     r->spare_count = batchfit__proc_children(r->spare, 63);
     /* Started before the trial and its pipes, so its fork delays none of
-     * the trial's samples and it holds none of the trial's descriptors. Without a guard the trial still runs, watched as before;
-     * only our own death would then leave its descendants behind. */
+     * the trial's samples and it holds none of the trial's descriptors.
+     * Without a guard the trial still runs, watched as before; only our own
+     * death would then leave its descendants behind. */
     if (batchfit__guard_start(&r->guard, &r->cg) != 0)
         batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
                       "no guard for the trial (%s): if batchfit is killed, its descendants "

@@ -378,10 +378,9 @@ int batchfit__proc_exited(long pid);
  * EACCES for the script itself (probe_command.c). */
 int batchfit__missing_interpreter(const char *path, char *interp, size_t len);
 /* SIGKILLs and reaps every child of this process but those spared (the
- * trial's guard, the caller's own) (as a child subreaper, the orphans of a
- * trial are ours);
- * returns how many. No allocation, so it cleans up after a watch that
- * could not grow. */
+ * trial's guard, the caller's own): as a child subreaper, the orphans of a
+ * trial are ours. Returns how many. No allocation, so it cleans up after a
+ * watch that could not grow. */
 unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count);
 /* This process's live children now (not zombies), up to max of them into
  * pids; returns how many. No allocation. */

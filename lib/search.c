@@ -1738,6 +1738,8 @@ static void read_points(search *s, view *v)
      * points' scatter (the prior is refuted as by quiet points on a line),
      * and its slope at lo (at the top point before any size fitted)
      * carries lo to the next size. */
+    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
+    unsigned il = index_of(x, n, lo_x);
     bend curve = {0.0, 0.0, 1.0, 1.0};
     double bent = 0.0;
     int jump_past_bend = 0;
@@ -1745,12 +1747,7 @@ static void read_points(search *s, view *v)
         /* Fitted to the points up to lo: a rejected reading above lo that
          * the curve does not explain is a workspace above it (read far
          * over the curve) or a curve that turned (read under it). */
-        unsigned upto = n;
-        if (s->lo >= 0) {
-            double at = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo);
-            unsigned k = index_of(x, n, at);
-            upto = k < n ? k + 1 : n;
-        }
+        unsigned upto = il < n ? il + 1 : n;
         bent = smooth_bend(x, y, upto, granule, quiet_below, &curve);
         for (unsigned k = upto; k < n && bent > 0.0; k++) {
             double off = y[k] - bend_at(&curve, x[k]);
@@ -1775,9 +1772,7 @@ static void read_points(search *s, view *v)
         certifiable = 1;
         top3_quiet = 0.0;
         scatter = noise = bent;
-        double at = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo)
-                               : top_x;
-        slope = bend_slope(&curve, at);
+        slope = bend_slope(&curve, s->lo >= 0 ? lo_x : top_x);
         resolvable = noise + granule;
     }
     /* Proposals aim below the threshold by the scatter the points show
@@ -1788,7 +1783,6 @@ static void read_points(search *s, view *v)
     if (s->spread > 0.0)
         s->aim -= scatter;
 
-    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
     double next_x = s->lo + 1 < (int64_t)s->lattice.count
                         ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo + 1)
                         : lo_x + 1.0;
@@ -1804,7 +1798,6 @@ static void read_points(search *s, view *v)
      * declared band then hid a bend (memory flat to 1349, then 26 MiB a
      * sample: the line from 1561 across the flat points stopped the search
      * at 543, bisection's answer being 1424). */
-    unsigned il = index_of(x, n, lo_x);
     if (quiet && il < n && il + 1 >= 5) {
         batchfit_fit below;
         batchfit__fit_line(x, y, il + 1, &below);
@@ -2112,9 +2105,10 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
                        next_size(s));
     int64_t c = index_floor_of(s, crossing(s, top_x, top_y, proposal_slope));
     /* Along a smooth bend, where the curve crosses the aim. */
-    int along_bend = bent > 0.0 && !isinf(bend_crossing(&v->curve, s->aim, top_x));
+    double bend_cross = bent > 0.0 ? bend_crossing(&v->curve, s->aim, top_x) : INFINITY;
+    int along_bend = !isinf(bend_cross);
     if (along_bend)
-        c = index_floor_of(s, bend_crossing(&v->curve, s->aim, top_x));
+        c = index_floor_of(s, bend_cross);
     if (s->spread > 0.0 && c <= s->lo) {
         /* The careful slope says no further, the central one says there is
          * room: go halfway into it. */
