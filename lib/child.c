@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +50,11 @@ struct batchfit__runner_s {
     uint64_t show_dropped;
     int show_fd; /* our stderr opened anew without blocking (a pipe, a tty), -1: fd 2 */
     batchfit__guard guard; /* the current trial's */
+    int subreaper;         /* holds the process's child-subreaper flag */
     /* Children of ours that are not the trial's (see batchfit__proc_tree):
      * the caller's own when the trial began, then the guard. */
-    long spare[64];
-    unsigned spare_count;
+    long *spare;
+    unsigned spare_count, spare_capacity;
     /* The GPUs trials run on (none: host memory), each with its own budget;
      * a trial's GPU peak is the worst one's, scaled to opts.budget_bytes. */
     unsigned gpu_count;
@@ -62,6 +64,34 @@ struct batchfit__runner_s {
     /* CUDA_VISIBLE_DEVICES=<the probed GPUs' UUIDs, in order>, or "" */
     char visible_env[32 + BATCHFIT_MAX_GPUS * 97];
 };
+
+/* Orphaned grandchildren are reparented to a child subreaper rather than
+ * to init, so a trial's can be found, killed and reaped after it. The flag
+ * is the process's: it is set while any runner lives and then put back as
+ * the caller had it (left on, a program using the library became the
+ * parent of every orphan its other children left, for good). */
+static pthread_mutex_t subreaper_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned subreaper_runners;
+static int subreaper_before;
+
+static void subreaper_take(void)
+{
+    pthread_mutex_lock(&subreaper_lock);
+    if (subreaper_runners++ == 0) {
+        int was = 0;
+        subreaper_before = prctl(PR_GET_CHILD_SUBREAPER, &was, 0, 0, 0) == 0 ? was : 1;
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    pthread_mutex_unlock(&subreaper_lock);
+}
+
+static void subreaper_give(void)
+{
+    pthread_mutex_lock(&subreaper_lock);
+    if (--subreaper_runners == 0 && !subreaper_before)
+        prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    pthread_mutex_unlock(&subreaper_lock);
+}
 
 void batchfit__runner_options_init(batchfit__runner_options *opts)
 {
@@ -181,9 +211,8 @@ int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *o
         used += (size_t)snprintf(r->visible_env + used, sizeof r->visible_env - used, "%s%s",
                                  i ? "," : "CUDA_VISIBLE_DEVICES=", info.uuid);
     }
-    /* Orphaned grandchildren are reparented to us rather than to init, so
-     * they can be found, killed and reaped after their trial. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    subreaper_take();
+    r->subreaper = 1;
     *out = r;
     return BATCHFIT_OK;
 }
@@ -192,6 +221,9 @@ void batchfit__runner_free(batchfit__runner *runner)
 {
     if (!runner)
         return;
+    if (runner->subreaper)
+        subreaper_give();
+    batchfit__free(&runner->ctx->allocator, runner->spare);
     batchfit__oom_table_free(runner->own_oom);
     batchfit__buf_free(&runner->mechanisms);
     batchfit__proc_tree_free(&runner->tree);
@@ -972,6 +1004,28 @@ static void classify_stopped(const batchfit__runner *r, const watch *w, batchfit
                  limit);
 }
 
+
+/* Lists this process's children into r->spare, with room for one more (the
+ * guard), growing it until every child fits. 0, or BATCHFIT_E_NO_MEMORY. */
+static int list_spare(batchfit__runner *r)
+{
+    for (;;) {
+        if (r->spare_capacity >= 16) {
+            unsigned n = batchfit__proc_children(r->spare, r->spare_capacity - 1);
+            if (n < r->spare_capacity - 1) {
+                r->spare_count = n;
+                return 0;
+            }
+        }
+        unsigned capacity = r->spare_capacity < 16 ? 16 : 2 * r->spare_capacity;
+        long *grown = batchfit__realloc(&r->ctx->allocator, r->spare, capacity * sizeof *grown);
+        if (!grown)
+            return BATCHFIT_E_NO_MEMORY;
+        r->spare = grown;
+        r->spare_capacity = capacity;
+    }
+}
+
 /* What a trial that ran out of memory on a GPU needed at least, scaled as
  * its peak is: on one GPU what it held plus what it asked for; on several
  * (the message does not say which ran out) at least its worst GPU's peak,
@@ -1209,12 +1263,16 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     int rc = launch_build(r, batch, &l);
     if (rc)
         return rc;
+    /* The caller's own children are not the trial's (nor to be killed
+     * after it), however many; the guard after them. */
+    if (list_spare(r) != 0) {
+        launch_free(&r->ctx->allocator, &l);
+        return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY,
+                              "out of memory listing this process's children");
+    }
     uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
     if (r->cg.version && batchfit__cgroup_create(&r->cg, cap) == 0)
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
-    /* The caller's own children are not the trial's (nor to be killed
-     * after it); up to 63 of them, the guard after them. */
-    r->spare_count = batchfit__proc_children(r->spare, 63);
     /* Started before the trial and its pipes, so its fork delays none of
      * the trial's samples and it holds none of the trial's descriptors.
      * Without a guard the trial still runs, watched as before; only our own

@@ -111,7 +111,7 @@ int batchfit__self_hwm_reset(void)
  * (the command name may hold spaces and parentheses: parse after the last
  * ')'), and its state letter where state is given. */
 static int read_stat(const char *pid_text, long *ppid, unsigned long long *start,
-                     long *rss_pages, char *state_out)
+                     long *rss_pages, char *state_out, long *pgrp_out)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%s/stat", pid_text);
@@ -126,15 +126,18 @@ static int read_stat(const char *pid_text, long *ppid, unsigned long long *start
     char *p = strrchr(buf, ')');
     if (!p)
         return -1;
-    /* Fields after the name: 3 state, 4 ppid, ..., 22 starttime, 24 rss. */
+    /* Fields after the name: 3 state, 4 ppid, 5 pgrp, ..., 22 starttime,
+     * 24 rss. */
     char state;
-    long pp, rss;
+    long pp, group, rss;
     unsigned long long st;
-    if (sscanf(p + 2, "%c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
+    if (sscanf(p + 2, "%c %ld %ld %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
                       "%llu %*u %ld",
-               &state, &pp, &st, &rss) != 4)
+               &state, &pp, &group, &st, &rss) != 5)
         return -1;
     *ppid = pp;
+    if (pgrp_out)
+        *pgrp_out = group;
     *start = st;
     *rss_pages = state == 'Z' ? 0 : rss;
     if (state_out)
@@ -148,6 +151,7 @@ struct batchfit__proc_entry {
     long ppid;
     unsigned long long start;
     long rss_pages;
+    long pgrp;
     int state; /* 0 undecided, 1 in the tree, 2 not */
 };
 
@@ -233,7 +237,7 @@ static size_t scan_proc(batchfit__proc_tree *t, int *rc)
             if (n == t->scan_capacity)
                 continue;
             batchfit__proc_entry *x = &t->scan[n];
-            if (read_stat(e->d_name, &x->ppid, &x->start, &x->rss_pages, NULL) != 0)
+            if (read_stat(e->d_name, &x->ppid, &x->start, &x->rss_pages, NULL, &x->pgrp) != 0)
                 continue;
             x->pid = strtol(e->d_name, NULL, 10);
             x->state = 0;
@@ -295,6 +299,17 @@ static int spared(const long *spare, unsigned count, long pid)
     return 0;
 }
 
+/* Whether a child of ours is a trial's orphan, reparented to us: not one
+ * spared (the caller's children when the trial began, the guard), and not
+ * in our own process group. A trial runs in a group of its own, and so do
+ * its descendants unless they leave it for another; a child the caller
+ * starts while the trial runs (another thread's subprocess, a data loader's
+ * worker) is in the caller's group, and is the caller's. */
+static int trial_orphan(const long *spare, unsigned count, long pid, long pgrp)
+{
+    return !spared(spare, count, pid) && pgrp != (long)getpgrp();
+}
+
 int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes)
 {
     /* Descendants are found by walking /proc and following parent links;
@@ -312,7 +327,8 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     for (size_t i = 0; i < n; i++) {
         batchfit__proc_entry *x = &t->scan[i];
         if (x->pid == root ||
-            (x->ppid == self && x->pid != self && !spared(t->spare, t->spare_count, x->pid)) ||
+            (x->ppid == self && x->pid != self &&
+             trial_orphan(t->spare, t->spare_count, x->pid, x->pgrp)) ||
             member_has(t, sorted, x->pid, x->start))
             x->state = 1;
     }
@@ -361,9 +377,10 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     return rc;
 }
 
-/* Calls visit(pid, state, userdata) for each process whose parent is this
- * one, until it returns nonzero. */
-static void each_child(int (*visit)(long pid, char state, void *userdata), void *userdata)
+/* Calls visit(pid, state, pgrp, userdata) for each process whose parent is
+ * this one, until it returns nonzero. */
+static void each_child(int (*visit)(long pid, char state, long pgrp, void *userdata),
+                       void *userdata)
 {
     long self = (long)getpid();
     DIR *d = opendir("/proc");
@@ -371,12 +388,12 @@ static void each_child(int (*visit)(long pid, char state, void *userdata), void 
         return;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long ppid, rss;
+        long ppid, rss, pgrp;
         unsigned long long start;
         char state = 0;
         if (isdigit((unsigned char)e->d_name[0]) &&
-            read_stat(e->d_name, &ppid, &start, &rss, &state) == 0 && ppid == self &&
-            visit(strtol(e->d_name, NULL, 10), state, userdata))
+            read_stat(e->d_name, &ppid, &start, &rss, &state, &pgrp) == 0 && ppid == self &&
+            visit(strtol(e->d_name, NULL, 10), state, pgrp, userdata))
             break;
     }
     closedir(d);
@@ -387,13 +404,15 @@ typedef struct child_list {
     unsigned max, count;
 } child_list;
 
-/* A child already dead is not listed: reaped after the trial, as any
- * zombie of ours has been (an orphan a test left, say). */
-static int list_child(long pid, char state, void *userdata)
+/* Dead ones too: a child that exited and waits for the caller's waitpid
+ * is the caller's to reap (reaped by us, its exit status was lost, and
+ * the caller's wait failed with ECHILD). */
+static int list_child(long pid, char state, long pgrp, void *userdata)
 {
+    (void)state;
+    (void)pgrp;
     child_list *l = userdata;
-    if (state != 'Z')
-        l->pids[l->count++] = pid;
+    l->pids[l->count++] = pid;
     return l->count >= l->max;
 }
 
@@ -410,11 +429,11 @@ typedef struct reaping {
     unsigned spare_count, killed;
 } reaping;
 
-static int reap_child(long pid, char state, void *userdata)
+static int reap_child(long pid, char state, long pgrp, void *userdata)
 {
     (void)state;
     reaping *r = userdata;
-    if (spared(r->spare, r->spare_count, pid))
+    if (!trial_orphan(r->spare, r->spare_count, pid, pgrp))
         return 0;
     kill((pid_t)pid, SIGKILL);
     while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
@@ -436,7 +455,7 @@ int batchfit__proc_alive(long pid, unsigned long long start)
     long ppid, rss;
     unsigned long long st;
     snprintf(text, sizeof text, "%ld", pid);
-    return read_stat(text, &ppid, &st, &rss, NULL) == 0 && st == start;
+    return read_stat(text, &ppid, &st, &rss, NULL, NULL) == 0 && st == start;
 }
 
 int batchfit__proc_exited(long pid)
@@ -445,5 +464,5 @@ int batchfit__proc_exited(long pid)
     long ppid, rss;
     unsigned long long st;
     snprintf(text, sizeof text, "%ld", pid);
-    return read_stat(text, &ppid, &st, &rss, &state) == 0 && (state == 'Z' || state == 'X');
+    return read_stat(text, &ppid, &st, &rss, &state, NULL) == 0 && (state == 'Z' || state == 'X');
 }

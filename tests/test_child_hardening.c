@@ -5,6 +5,7 @@
 #include "child_helpers.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -371,6 +372,8 @@ TEST(child_dies_with_batchfit_and_the_next_run_sweeps_its_cgroup)
     prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0, 0, 0);
     /* Orphans of the killed stand-in come to us, so we can wait for them. */
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    long before[256];
+    unsigned before_count = batchfit__proc_children(before, 256);
     int notify[2];
     CHECK_EQ(pipe(notify), 0);
     pid_t standin = fork();
@@ -418,6 +421,18 @@ TEST(child_dies_with_batchfit_and_the_next_run_sweeps_its_cgroup)
     struct stat st;
     int stale_left = stale[0] && stat(stale, &st) == 0;
     int grandchild_signal = parsed ? death_signal((pid_t)grandchild) : -1;
+    /* The stand-in's guard came to us too, in our own process group (it is
+     * a fork of the stand-in): the next runner leaves it alone as ours, and
+     * we wait for it (it exits once it has killed what the stand-in left). */
+    long now[256];
+    unsigned now_count = batchfit__proc_children(now, 256);
+    for (unsigned i = 0; i < now_count; i++) {
+        int old = 0;
+        for (unsigned j = 0; j < before_count && !old; j++)
+            old = before[j] == now[i];
+        if (!old)
+            waitpid((pid_t)now[i], NULL, 0);
+    }
     prctl(PR_SET_CHILD_SUBREAPER, was_subreaper, 0, 0, 0);
     free(cg);
     CHECK(parsed);
@@ -738,7 +753,8 @@ static pid_t holder(size_t bytes)
 }
 
 /* The guard is our child as the trial's orphans are (the walk counts every
- * child of ours as the trial's), but its memory is not the trial's: a
+ * child of ours outside our process group as the trial's), but its memory
+ * is not the trial's: a
  * Python caller's probe read the guard's pages as the trial's, and its
  * watchdog stopped a trial of 1 MiB at a budget of 60 MiB. A child of ours
  * holding 32 MiB, named among the tree's spared, is left out of the walk. */
@@ -752,6 +768,10 @@ TEST(child_guard_memory_is_not_the_trial_s)
         _exit(127);
     }
     pids[1] = holder((size_t)32 << 20);
+    /* In a group of its own, as a trial's orphans are (a child in ours is
+     * the caller's whether spared or not). */
+    if (pids[1] > 0)
+        setpgid(pids[1], pids[1]);
     int both = pids[0] > 0 && pids[1] > 0;
     uint64_t with = 0, without = 0;
     int other_in[2] = {0, 0}; /* pids[1] among the members, without and with leaving it out */
@@ -808,4 +828,157 @@ TEST(child_the_caller_s_own_children_are_not_the_trial_s)
     CHECK_EQ(t.outcome, BATCHFIT_FITS);
     CHECK(t.peak_bytes < (UINT64_C(32) << 20));
     CHECK(survived);
+}
+
+/* One trial of a program allocating 4 MiB, without a cgroup. */
+static int small_trial(batchfit_trial *t)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {tool(), "alloc", "4", NULL};
+    return trial(&o, argv, 1, t);
+}
+
+/* A child of the caller that exited before the trial and waits for the
+ * caller's waitpid is the caller's: reaped after the trial, its exit status
+ * was lost and the caller's waitpid failed with ECHILD. */
+TEST(child_the_caller_s_exited_child_keeps_its_exit_status)
+{
+    pid_t own = fork();
+    if (own == 0)
+        _exit(7);
+    CHECK(own > 0);
+    /* Exited, and left unreaped (WNOWAIT). */
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    CHECK_EQ(waitid(P_PID, (id_t)own, &info, WEXITED | WNOWAIT), 0);
+    batchfit_trial t;
+    int rc = small_trial(&t);
+    int status = 0;
+    pid_t got = waitpid(own, &status, 0);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK_EQ(got, own);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 7);
+}
+
+/* Children of the caller blocked reading hold[0] until its write end
+ * closes; returns how many of n started. */
+static unsigned start_waiting_children(pid_t *kids, unsigned n, const int hold[2], int own_group)
+{
+    unsigned started = 0;
+    for (; started < n; started++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (own_group)
+                setpgid(0, 0);
+            close(hold[1]);
+            char c;
+            while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+                ;
+            _exit(0);
+        }
+        if (pid < 0)
+            break;
+        if (own_group)
+            setpgid(pid, pid);
+        kids[started] = pid;
+    }
+    return started;
+}
+
+/* However many children the caller has, none is the trial's: past the
+ * first 63 they were killed after every trial. */
+TEST(child_every_one_of_the_caller_s_children_outlives_the_trial)
+{
+    enum { CHILDREN = 80 };
+    int hold[2];
+    CHECK_EQ(pipe(hold), 0);
+    fcntl(hold[0], F_SETFD, FD_CLOEXEC);
+    fcntl(hold[1], F_SETFD, FD_CLOEXEC);
+    pid_t kids[CHILDREN];
+    unsigned started = start_waiting_children(kids, CHILDREN, hold, 0);
+    close(hold[0]);
+    batchfit_trial t;
+    int rc = small_trial(&t);
+    unsigned living = 0;
+    for (unsigned i = 0; i < started; i++)
+        living += (unsigned)alive((long)kids[i]);
+    close(hold[1]);
+    for (unsigned i = 0; i < started; i++)
+        waitpid(kids[i], NULL, 0);
+    CHECK_EQ(started, CHILDREN);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK_EQ(living, CHILDREN);
+}
+
+/* A child the caller starts while a trial runs (another thread's
+ * subprocess, a data loader's worker) is in the caller's process group and
+ * is the caller's; one in a group of its own, as a trial's orphans are, is
+ * killed and reaped. */
+TEST(child_only_children_outside_the_caller_s_group_are_reaped)
+{
+    int hold[2];
+    CHECK_EQ(pipe(hold), 0);
+    /* Every child this program has now is spared, as a trial spares them. */
+    long spare[256];
+    unsigned spare_count = batchfit__proc_children(spare, 256);
+    CHECK(spare_count < 256);
+    pid_t same, other;
+    unsigned started = start_waiting_children(&same, 1, hold, 0);
+    started += start_waiting_children(&other, 1, hold, 1);
+    close(hold[0]);
+    CHECK_EQ(started, 2u);
+    unsigned killed = batchfit__proc_reap_children(spare, spare_count);
+    int same_alive = alive((long)same);
+    errno = 0;
+    int other_reaped = waitpid(other, NULL, WNOHANG) < 0 && errno == ECHILD;
+    close(hold[1]);
+    waitpid(same, NULL, 0);
+    if (!other_reaped)
+        waitpid(other, NULL, 0);
+    CHECK_EQ(killed, 1u);
+    CHECK(same_alive);
+    CHECK(other_reaped);
+}
+
+/* The child-subreaper flag belongs to the process: a runner holds it while
+ * it lives and puts it back as the caller had it after the last one (left
+ * on, a program using the library became for good the parent of every
+ * orphan its other children left). */
+TEST(child_the_subreaper_flag_is_put_back_after_the_last_runner)
+{
+    int before = 0, during = -1, between = -1, after = -1, kept = -1;
+    prctl(PR_GET_CHILD_SUBREAPER, &before, 0, 0, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {tool(), "alloc", "4", NULL};
+    o.argv = argv;
+    batchfit__runner *a = NULL, *b = NULL;
+    int rc_a = batchfit__runner_create(ctx, &o, &a);
+    int rc_b = batchfit__runner_create(ctx, &o, &b);
+    prctl(PR_GET_CHILD_SUBREAPER, &during, 0, 0, 0);
+    batchfit__runner_free(a);
+    prctl(PR_GET_CHILD_SUBREAPER, &between, 0, 0, 0);
+    batchfit__runner_free(b);
+    prctl(PR_GET_CHILD_SUBREAPER, &after, 0, 0, 0);
+    /* A caller that is a subreaper itself stays one. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    a = NULL;
+    int rc_c = batchfit__runner_create(ctx, &o, &a);
+    batchfit__runner_free(a);
+    prctl(PR_GET_CHILD_SUBREAPER, &kept, 0, 0, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, before, 0, 0, 0);
+    batchfit_ctx_free(ctx);
+    CHECK_EQ(rc_a, BATCHFIT_OK);
+    CHECK_EQ(rc_b, BATCHFIT_OK);
+    CHECK_EQ(rc_c, BATCHFIT_OK);
+    CHECK_EQ(during, 1);
+    CHECK_EQ(between, 1);
+    CHECK_EQ(after, 0);
+    CHECK_EQ(kept, 1);
 }
