@@ -1568,6 +1568,7 @@ typedef struct view {
     int line_reaches_lo;     /* no jump lies between lo and the points above it */
     double bent;             /* a smooth bend's residual (0: none; see smooth_bend) */
     bend curve;              /* and the bend */
+    int stepped;             /* readings that repeat, of memory that grows in steps */
 } view;
 
 /* What the model's stop reasons call what they read. */
@@ -1586,6 +1587,42 @@ static double model_at_next(const view *v)
         return bend_at(&v->curve, v->next_x);
     return line_at_next(v->x, v->y, v->n, v->lo_x, v->next_x, v->top_x, v->top_y, v->slope,
                         v->top3_quiet);
+}
+
+/* Whether three sizes or more up to lo read alike, to within flat, where
+ * the line through the points up to lo rises by four times that across
+ * them: memory that grows in steps (per-sample memory allocated a chunk of
+ * samples at a time, a pool not yet outgrown) on a program whose readings
+ * repeat. Noise of the declared size leaves three readings that close next
+ * to never (two, now and then). *spread: how far that run's readings
+ * differ. */
+static int steps_shown(const search *s, const double *x, const double *y, unsigned n, double flat,
+                       double *spread)
+{
+    double ax[MAX_POINTS], ay[MAX_POINTS];
+    unsigned m = 0;
+    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
+    for (unsigned k = 0; k < n && x[k] <= lo_x; k++) {
+        ax[m] = x[k];
+        ay[m++] = y[k];
+    }
+    batchfit_fit fit;
+    batchfit__fit_line(ax, ay, m, &fit);
+    if (m < 3 || !fit.valid || !(fit.bytes_per_sample > 0.0))
+        return 0;
+    for (unsigned k = 0; k + 2 < m; k++) {
+        unsigned j = k + 1;
+        double low = ay[k], high = ay[k];
+        for (; j < m && fabs(ay[j] - ay[k]) <= flat; j++) {
+            low = ay[j] < low ? ay[j] : low;
+            high = ay[j] > high ? ay[j] : high;
+        }
+        if (j - k >= 3 && fit.bytes_per_sample * (ax[j - 1] - ax[k]) > 4.0 * flat) {
+            *spread = high - low;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Reads the collected points into *v and sets the aim (and s->quiet). */
@@ -1697,7 +1734,19 @@ static void read_points(search *s, view *v)
     }
     double scatter = quiet ? measured : (measured > prior ? measured : prior);
     s->quiet = quiet;
-    if (quiet) {
+    /* Sizes that read alike to within a tenth of the quiet cut where the
+     * line rises across them: the readings repeat, and the residuals about
+     * the line are the steps the memory grows in, not scatter. Read as
+     * scatter, they put the next size within it of the threshold and the
+     * search stopped on a coin toss up to a chunk of samples short (246
+     * where 264 fits, memory allocated 24 samples at a time). The scatter
+     * is what that run shows. */
+    double run_spread = 0.0;
+    int stepped = quiet && s->spread > 0.0 &&
+                  steps_shown(s, x, y, n, 0.1 * quiet_below + granule, &run_spread);
+    if (stepped && scatter > run_spread + granule)
+        scatter = run_spread + granule;
+    if (quiet && !stepped) {
         if (rel < measured / top_y)
             rel = measured / top_y;
         scatter = quiet_scatter_at_threshold(s, x, y, n, scatter, rel, quiet_below / top_y);
@@ -1843,6 +1892,7 @@ static void read_points(search *s, view *v)
     v->line_reaches_lo = line_reaches_lo;
     v->bent = bent;
     v->curve = curve;
+    v->stepped = stepped && !(bent > 0.0);
 }
 
 /* settle_at_lo found lo + 1 inside the coin-toss band, where a size passes
@@ -1941,6 +1991,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
     if (s->spread > 0.0 && scatter_known && s->lo >= 0 && n >= 2 && slope > 0.0 &&
         fy[use - 1] - fy[0] >= resolvable && line_reaches_lo) {
         double predicted = model_at_next(v);
+        int lo_passes = 0;
         if (quiet && il < n && !(v->bent > 0.0)) {
             /* Quiet points place lo + 1 a step above lo's own reading too:
              * the line through them all sits under it by any jump between
@@ -1952,6 +2003,12 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
             double local = y[il] + slope_from_lo(top3, lo_x, top_x, slope) * (next_x - lo_x);
             if (local > predicted)
                 predicted = local;
+            /* Readings that repeat: lo's own, a step of the slope above
+             * it, under the threshold by more than the scatter three times
+             * over and a granule is no coin toss, whatever a line across a
+             * step above lo says (535, rejected a step above 497, put 498
+             * in the band, where 528 fits). */
+            lo_passes = v->stepped && local < s->safe_budget - 3.0 * scatter - v->granule;
         }
         /* Certified: even the low end of the measured scatter puts the next
          * size over the threshold. */
@@ -1964,7 +2021,7 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
          * scatter again. Where the points lie on a line to within
          * rounding, that band is under one lattice step wide and the answer
          * is at most one step short of where a re-run decides. */
-        if (predicted > s->aim - scatter && line_near_lo(s, v)) {
+        if (predicted > s->aim - scatter && line_near_lo(s, v) && !lo_passes) {
             /* Unless that band (2 scatter) is under two sizes wide and the
              * line puts the next size no more than the scatter over the
              * threshold: a coin toss that close is cheaper to run than to
