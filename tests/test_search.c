@@ -2524,3 +2524,30 @@ TEST(search_model_lo_s_own_reading_outweighs_a_line_across_a_step)
     c.step = 88.0;
     near_bisection(&c, 12, 0);
 }
+
+/* Memory that grows faster than a line (per-sample memory as B^1.4 or
+ * B^1.7: a B x B term), next to no scatter (0.1%), the host's 5%. The
+ * secant of the top two points, carried to the threshold, lies under such
+ * a curve: 1.4 over 1300 MiB ran 14 trials, two out of memory, and 1.7
+ * over 700 MiB 14, three out of memory, one overshoot after another.
+ * Where the lower secant shows a slope and the upper one is steeper than
+ * noise can make it, no proposal goes past where the parabola through the
+ * three top points crosses the threshold (unless within a tenth of lo). */
+TEST(search_model_memory_growing_faster_than_a_line_is_not_overshot)
+{
+    static const struct {
+        double fixed, per_sample, power, capacity;
+        unsigned trials, oom;
+    } programs[] = {
+        {400.0, 0.01, 1.4, 1542.6, 8, 0},
+        {1300.0, 0.02, 1.4, 3058.3, 10, 1},
+        {700.0, 0.02, 1.7, 36936.0, 9, 2},
+    };
+    for (unsigned k = 0; k < 3; k++) {
+        curve_oracle c = killed_program(programs[k].fixed, programs[k].per_sample, 0.0,
+                                        programs[k].capacity, 0.001);
+        c.power = programs[k].power;
+        c.host = 1;
+        near_bisection(&c, programs[k].trials, programs[k].oom);
+    }
+}
