@@ -350,7 +350,11 @@ static void child_fail(int err_pipe, int stage)
 static void child_exec(const batchfit__runner *r, const launch *l, pid_t parent, int out_fd,
                        int err_fd, int report_pipe)
 {
-    setpgid(0, 0);
+    /* A session of its own, and so a process group: no descendant can then
+     * join the caller's process group (setpgid stays inside a session),
+     * whose children after the trial are the caller's (proc.c). */
+    if (setsid() < 0)
+        setpgid(0, 0);
     /* If batchfit dies (SIGKILL included), the trial dies with it rather
      * than run on under init; a parent that died before this call is seen
      * by the check after it. */
@@ -1324,7 +1328,6 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         batchfit__cgroup_destroy(&r->cg);
         return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot fork: %s", strerror(e));
     }
-    setpgid(pid, pid);
     batchfit__guard_group(&r->guard, pid);
     int report[2] = {0, 0};
     ssize_t got = read(fds[4], report, sizeof report);

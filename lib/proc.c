@@ -301,10 +301,11 @@ static int spared(const long *spare, unsigned count, long pid)
 
 /* Whether a child of ours is a trial's orphan, reparented to us: not one
  * spared (the caller's children when the trial began, the guard), and not
- * in our own process group. A trial runs in a group of its own, and so do
- * its descendants unless they leave it for another; a child the caller
- * starts while the trial runs (another thread's subprocess, a data loader's
- * worker) is in the caller's group, and is the caller's. */
+ * in our own process group. A trial runs in a session of its own, and a
+ * process cannot move into a group of another session, so no descendant
+ * of a trial is in our group; a child the caller starts while the trial
+ * runs (another thread's subprocess, a data loader's worker) is, unless it
+ * was given a session or group of its own, and is the caller's. */
 static int trial_orphan(const long *spare, unsigned count, long pid, long pgrp)
 {
     return !spared(spare, count, pid) && pgrp != (long)getpgrp();

@@ -982,3 +982,27 @@ TEST(child_the_subreaper_flag_is_put_back_after_the_last_runner)
     CHECK_EQ(after, 0);
     CHECK_EQ(kept, 1);
 }
+
+/* A trial's descendant that moves itself into the caller's process group
+ * (a child in that group is the caller's, and left alone) escaped: not
+ * counted, not killed, it outlived batchfit under init. A trial runs in a
+ * session of its own, and setpgid cannot leave a session: the move is
+ * refused, and the descendant goes with its trial. */
+TEST(child_a_trial_s_descendant_cannot_join_the_caller_s_group)
+{
+    char pids[256], group[32];
+    tmp_path(pids, sizeof pids, "join-group");
+    snprintf(group, sizeof group, "%ld", (long)getpgrp());
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {tool(), "join-group", group, pids, NULL};
+    batchfit_trial t;
+    int rc = trial(&o, argv, 1, &t);
+    int count = 0;
+    int live = live_pids(pids, &count);
+    unlink(pids);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK_EQ(count, 1);
+    CHECK_EQ(live, 0);
+}

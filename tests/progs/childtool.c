@@ -50,6 +50,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,6 +451,28 @@ int main(int argc, char **argv)
             ;
         close(fd);
         unlink(argv[2]);
+        return 0;
+    }
+    if (strcmp(mode, "join-group") == 0 && argc > 3) {
+        /* A child that moves itself into process group argv[2] (the
+         * caller's), writes its pid to argv[3] and waits; we exit once it
+         * has tried. */
+        int ready[2];
+        if (pipe(ready) != 0)
+            return 1;
+        pid_t child = fork();
+        if (child == 0) {
+            close(ready[0]);
+            setpgid(0, (pid_t)atol(argv[2]));
+            write_pid(argv[3]);
+            close(ready[1]);
+            for (;;)
+                pause();
+        }
+        close(ready[1]);
+        char c;
+        while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+            ;
         return 0;
     }
     if (strcmp(mode, "orphan-notify") == 0 && argc > 2) {
