@@ -2483,36 +2483,9 @@ TEST(search_model_a_fall_among_rejected_sizes_keeps_the_fit)
     batchfit_ctx_free(ctx);
 }
 
-/* Per-sample memory allocated a chunk of samples at a time (a C program's
- * arena grown 24 samples at a time, 1.24 MiB a sample over 1274 MiB; 16
- * at a time, 1.61 MiB over 2918 MiB), on a program whose readings repeat,
- * under the host's 5%. The line through the points strays from them by
- * the steps, about half a chunk's memory, and that residual was read as
- * the scatter: the next size a step of the slope above lo's reading fell
- * within it of the threshold, and the search stopped on a coin toss at 246
- * where 264 fits (746 where 768 does). Sizes that read alike to within a
- * tenth of the quiet cut over a run the line rises across (1, 2, 3 and 9)
- * show the readings repeat: the scatter is what that run shows, and lo's
- * own reading, not the residual, says whether lo + 1 is a coin toss. */
-TEST(search_model_memory_in_steps_is_no_coin_toss)
-{
-    static const struct {
-        double fixed, per_sample, step, capacity;
-        unsigned trials;
-    } programs[] = {
-        {1274.0, 1.24, 24.0, 1777.44, 12},
-        {2918.0, 1.61, 16.0, 4595.62, 17},
-    };
-    for (unsigned k = 0; k < 2; k++) {
-        curve_oracle c = killed_program(programs[k].fixed, programs[k].per_sample, 0.0,
-                                        programs[k].capacity, 0.0);
-        c.step = programs[k].step;
-        near_bisection(&c, programs[k].trials, 0);
-    }
-}
-
-/* The same with large steps: 88 samples' memory (370 MiB) at a time over
- * 2370 MiB, 5310 MiB usable. 535, rejected, lies a step above 497, and the
+/* Per-sample memory allocated 88 samples (370 MiB) at a time over 2370
+ * MiB, 5310 MiB usable, on a program whose readings repeat, under the
+ * host's 5%. 535, rejected, lies a step above 497, and the
  * line through it and the points below put 498 inside the band where a
  * re-run goes either way: the search stopped at 497 where 528 fits. lo's
  * own reading, a size's slope below it, is 216 MiB under the threshold:
@@ -2548,6 +2521,19 @@ TEST(search_model_memory_growing_faster_than_a_line_is_not_overshot)
                                         programs[k].capacity, 0.001);
         c.power = programs[k].power;
         c.host = 1;
-        near_bisection(&c, programs[k].trials, programs[k].oom);
+        uint64_t bisect = 0;
+        batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+        if (!r)
+            return;
+        /* Within the sizes the wander leaves to the draw (its full band,
+         * over the slope at bisection's answer). */
+        double slope = c.per_sample * c.power * pow((double)bisect, c.power - 1.0);
+        double band = 2.0 * c.wander * c.capacity / slope;
+        CHECK((double)r->batch_size + band >= (double)bisect);
+        CHECK((double)r->batch_size <= (double)bisect + band);
+        CHECK(r->trial_count <= programs[k].trials);
+        CHECK(r->oom_trials <= programs[k].oom);
+        CHECK(answer_was_run(r));
+        batchfit_result_free(r);
     }
 }
