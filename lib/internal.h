@@ -383,8 +383,9 @@ int batchfit__missing_interpreter(const char *path, char *interp, size_t len);
  * own). As a child subreaper, the orphans of a trial are ours. Returns how
  * many. No allocation, so it cleans up after a watch that could not grow. */
 unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count);
-/* This process's children now (zombies too: the caller's to reap), up to
- * max of them into pids; returns how many. No allocation. */
+/* This process's children now (zombies only in this process's own group:
+ * the caller's to reap; one outside it is a trial's late orphan), up to max
+ * of them into pids; returns how many. No allocation. */
 unsigned batchfit__proc_children(long *pids, unsigned max);
 
 /* cgroup.c: per-trial cgroups for child processes. */

@@ -405,15 +405,17 @@ typedef struct child_list {
     unsigned max, count;
 } child_list;
 
-/* Dead ones too: a child that exited and waits for the caller's waitpid
- * is the caller's to reap (reaped by us, its exit status was lost, and
- * the caller's wait failed with ECHILD). */
+/* Dead ones in our own process group too: a child that exited and waits
+ * for the caller's waitpid is the caller's to reap (reaped by us, its exit
+ * status was lost, and the caller's wait failed with ECHILD). One dead
+ * outside it is a trial's orphan that came to us after the last trial's
+ * sweep (a trial runs in a session of its own): left unspared, the sweep
+ * after this trial reaps it. */
 static int list_child(long pid, char state, long pgrp, void *userdata)
 {
-    (void)state;
-    (void)pgrp;
     child_list *l = userdata;
-    l->pids[l->count++] = pid;
+    if (state != 'Z' || pgrp == (long)getpgrp())
+        l->pids[l->count++] = pid;
     return l->count >= l->max;
 }
 

@@ -815,7 +815,7 @@ static double convex_cap(const search *s, const double *x, const double *y, unsi
         return INFINITY;
     double a = (s2 - s1) / (x3 - x1), d3 = s2 + a * (x3 - x2), room = s->aim - y3;
     if (!(room > 0.0))
-        return x3;
+        return INFINITY; /* the line's own crossing is at lo already */
     double cap = x3 + 2.0 * room / (d3 + sqrt(d3 * d3 + 4.0 * a * room));
     /* Near lo the secant's own crossing stands: the parabola bends a kink
      * (a pool's edge between the points) on past it, where the memory goes

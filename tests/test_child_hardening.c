@@ -840,19 +840,30 @@ static int small_trial(batchfit_trial *t)
     return trial(&o, argv, 1, t);
 }
 
+/* A child that exited with status (after leaving for a session of its
+ * own, with own_session) and is left unreaped (WNOWAIT); -1 on failure. */
+static pid_t exited_child(int status, int own_session)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (own_session)
+            setsid();
+        _exit(status);
+    }
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (pid < 0 || waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0)
+        return -1;
+    return pid;
+}
+
 /* A child of the caller that exited before the trial and waits for the
  * caller's waitpid is the caller's: reaped after the trial, its exit status
  * was lost and the caller's waitpid failed with ECHILD. */
 TEST(child_the_caller_s_exited_child_keeps_its_exit_status)
 {
-    pid_t own = fork();
-    if (own == 0)
-        _exit(7);
+    pid_t own = exited_child(7, 0);
     CHECK(own > 0);
-    /* Exited, and left unreaped (WNOWAIT). */
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    CHECK_EQ(waitid(P_PID, (id_t)own, &info, WEXITED | WNOWAIT), 0);
     batchfit_trial t;
     int rc = small_trial(&t);
     int status = 0;
@@ -1005,4 +1016,23 @@ TEST(child_a_trial_s_descendant_cannot_join_the_caller_s_group)
     CHECK_EQ(rc, BATCHFIT_OK);
     CHECK_EQ(count, 1);
     CHECK_EQ(live, 0);
+}
+
+/* A trial's orphan that came to us after its trial's sweep and died
+ * waits, a zombie in a session of its own, for someone to reap it: it is
+ * not the caller's (the caller's dead children are in its own group), and
+ * the next trial's sweep reaps it. Spared as the caller's, it would stay a
+ * zombie of the program for good. */
+TEST(child_a_late_orphan_s_zombie_is_reaped_by_the_next_trial)
+{
+    pid_t late = exited_child(0, 1);
+    CHECK(late > 0);
+    batchfit_trial t;
+    int rc = small_trial(&t);
+    errno = 0;
+    int reaped = waitpid(late, NULL, WNOHANG) < 0 && errno == ECHILD;
+    if (!reaped)
+        waitpid(late, NULL, 0);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK(reaped);
 }
