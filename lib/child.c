@@ -351,8 +351,8 @@ static void child_exec(const batchfit__runner *r, const launch *l, pid_t parent,
                        int err_fd, int report_pipe)
 {
     /* A session of its own, and so a process group: no descendant can then
-     * join the caller's process group (setpgid stays inside a session),
-     * whose children after the trial are the caller's (proc.c). */
+     * join the caller's session (nor a group in it), whose children after
+     * the trial are the caller's (proc.c). */
     if (setsid() < 0)
         setpgid(0, 0);
     /* If batchfit dies (SIGKILL included), the trial dies with it rather

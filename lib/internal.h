@@ -379,13 +379,14 @@ int batchfit__proc_exited(long pid);
 int batchfit__missing_interpreter(const char *path, char *interp, size_t len);
 /* SIGKILLs and reaps every child of this process but the caller's: those
  * spared (the trial's guard, the caller's children when the trial began)
- * and those in this process's own group (a trial runs in a group of its
- * own). As a child subreaper, the orphans of a trial are ours. Returns how
- * many. No allocation, so it cleans up after a watch that could not grow. */
+ * and those in this process's own session (a trial runs in a session of
+ * its own). As a child subreaper, the orphans of a trial are ours. Returns
+ * how many. No allocation, so it cleans up after a watch that could not
+ * grow. */
 unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count);
-/* This process's children now (zombies only in this process's own group:
- * the caller's to reap; one outside it is a trial's late orphan), up to max
- * of them into pids; returns how many. No allocation. */
+/* This process's children now (zombies only in this process's own
+ * session: the caller's to reap; one outside it is a trial's late orphan),
+ * up to max of them into pids; returns how many. No allocation. */
 unsigned batchfit__proc_children(long *pids, unsigned max);
 
 /* cgroup.c: per-trial cgroups for child processes. */

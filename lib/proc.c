@@ -111,7 +111,7 @@ int batchfit__self_hwm_reset(void)
  * (the command name may hold spaces and parentheses: parse after the last
  * ')'), and its state letter where state is given. */
 static int read_stat(const char *pid_text, long *ppid, unsigned long long *start,
-                     long *rss_pages, char *state_out, long *pgrp_out)
+                     long *rss_pages, char *state_out, long *session_out)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%s/stat", pid_text);
@@ -126,18 +126,18 @@ static int read_stat(const char *pid_text, long *ppid, unsigned long long *start
     char *p = strrchr(buf, ')');
     if (!p)
         return -1;
-    /* Fields after the name: 3 state, 4 ppid, 5 pgrp, ..., 22 starttime,
-     * 24 rss. */
+    /* Fields after the name: 3 state, 4 ppid, 5 pgrp, 6 session, ...,
+     * 22 starttime, 24 rss. */
     char state;
-    long pp, group, rss;
+    long pp, session, rss;
     unsigned long long st;
-    if (sscanf(p + 2, "%c %ld %ld %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
+    if (sscanf(p + 2, "%c %ld %*d %ld %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
                       "%llu %*u %ld",
-               &state, &pp, &group, &st, &rss) != 5)
+               &state, &pp, &session, &st, &rss) != 5)
         return -1;
     *ppid = pp;
-    if (pgrp_out)
-        *pgrp_out = group;
+    if (session_out)
+        *session_out = session;
     *start = st;
     *rss_pages = state == 'Z' ? 0 : rss;
     if (state_out)
@@ -151,7 +151,7 @@ struct batchfit__proc_entry {
     long ppid;
     unsigned long long start;
     long rss_pages;
-    long pgrp;
+    long session;
     int state; /* 0 undecided, 1 in the tree, 2 not */
 };
 
@@ -237,7 +237,7 @@ static size_t scan_proc(batchfit__proc_tree *t, int *rc)
             if (n == t->scan_capacity)
                 continue;
             batchfit__proc_entry *x = &t->scan[n];
-            if (read_stat(e->d_name, &x->ppid, &x->start, &x->rss_pages, NULL, &x->pgrp) != 0)
+            if (read_stat(e->d_name, &x->ppid, &x->start, &x->rss_pages, NULL, &x->session) != 0)
                 continue;
             x->pid = strtol(e->d_name, NULL, 10);
             x->state = 0;
@@ -301,14 +301,15 @@ static int spared(const long *spare, unsigned count, long pid)
 
 /* Whether a child of ours is a trial's orphan, reparented to us: not one
  * spared (the caller's children when the trial began, the guard), and not
- * in our own process group. A trial runs in a session of its own, and a
- * process cannot move into a group of another session, so no descendant
- * of a trial is in our group; a child the caller starts while the trial
- * runs (another thread's subprocess, a data loader's worker) is, unless it
- * was given a session or group of its own, and is the caller's. */
-static int trial_orphan(const long *spare, unsigned count, long pid, long pgrp)
+ * in our own session. A trial runs in a session of its own, and a process
+ * cannot join another session (nor a group in one), so no descendant of a
+ * trial is in ours; a child the caller starts while the trial runs
+ * (another thread's subprocess, a data loader's worker, one in a process
+ * group of its own) is, unless it was given a session of its own, and is
+ * the caller's. */
+static int trial_orphan(const long *spare, unsigned count, long pid, long session)
 {
-    return !spared(spare, count, pid) && pgrp != (long)getpgrp();
+    return !spared(spare, count, pid) && session != (long)getsid(0);
 }
 
 int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes)
@@ -329,7 +330,7 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
         batchfit__proc_entry *x = &t->scan[i];
         if (x->pid == root ||
             (x->ppid == self && x->pid != self &&
-             trial_orphan(t->spare, t->spare_count, x->pid, x->pgrp)) ||
+             trial_orphan(t->spare, t->spare_count, x->pid, x->session)) ||
             member_has(t, sorted, x->pid, x->start))
             x->state = 1;
     }
@@ -378,9 +379,9 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     return rc;
 }
 
-/* Calls visit(pid, state, pgrp, userdata) for each process whose parent is
- * this one, until it returns nonzero. */
-static void each_child(int (*visit)(long pid, char state, long pgrp, void *userdata),
+/* Calls visit(pid, state, session, userdata) for each process whose parent
+ * is this one, until it returns nonzero. */
+static void each_child(int (*visit)(long pid, char state, long session, void *userdata),
                        void *userdata)
 {
     long self = (long)getpid();
@@ -389,12 +390,12 @@ static void each_child(int (*visit)(long pid, char state, long pgrp, void *userd
         return;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long ppid, rss, pgrp;
+        long ppid, rss, session;
         unsigned long long start;
         char state = 0;
         if (isdigit((unsigned char)e->d_name[0]) &&
-            read_stat(e->d_name, &ppid, &start, &rss, &state, &pgrp) == 0 && ppid == self &&
-            visit(strtol(e->d_name, NULL, 10), state, pgrp, userdata))
+            read_stat(e->d_name, &ppid, &start, &rss, &state, &session) == 0 && ppid == self &&
+            visit(strtol(e->d_name, NULL, 10), state, session, userdata))
             break;
     }
     closedir(d);
@@ -405,16 +406,16 @@ typedef struct child_list {
     unsigned max, count;
 } child_list;
 
-/* Dead ones in our own process group too: a child that exited and waits
- * for the caller's waitpid is the caller's to reap (reaped by us, its exit
- * status was lost, and the caller's wait failed with ECHILD). One dead
- * outside it is a trial's orphan that came to us after the last trial's
- * sweep (a trial runs in a session of its own): left unspared, the sweep
- * after this trial reaps it. */
-static int list_child(long pid, char state, long pgrp, void *userdata)
+/* Dead ones in our own session too: a child that exited and waits for the
+ * caller's waitpid is the caller's to reap (reaped by us, its exit status
+ * was lost, and the caller's wait failed with ECHILD). One dead outside it
+ * is a trial's orphan that came to us after the last trial's sweep (a
+ * trial runs in a session of its own): left unspared, the sweep after
+ * this trial reaps it. */
+static int list_child(long pid, char state, long session, void *userdata)
 {
     child_list *l = userdata;
-    if (state != 'Z' || pgrp == (long)getpgrp())
+    if (state != 'Z' || session == (long)getsid(0))
         l->pids[l->count++] = pid;
     return l->count >= l->max;
 }
@@ -432,11 +433,11 @@ typedef struct reaping {
     unsigned spare_count, killed;
 } reaping;
 
-static int reap_child(long pid, char state, long pgrp, void *userdata)
+static int reap_child(long pid, char state, long session, void *userdata)
 {
     (void)state;
     reaping *r = userdata;
-    if (!trial_orphan(r->spare, r->spare_count, pid, pgrp))
+    if (!trial_orphan(r->spare, r->spare_count, pid, session))
         return 0;
     kill((pid_t)pid, SIGKILL);
     while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)

@@ -726,13 +726,15 @@ TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
 
 /* A child of ours holding bytes of written memory until killed; -1 if it
  * could not be started or did not say it holds them. */
-static pid_t holder(size_t bytes)
+static pid_t holder(size_t bytes, int own_session)
 {
     int ready[2];
     if (pipe(ready) != 0)
         return -1;
     pid_t pid = fork();
     if (pid == 0) {
+        if (own_session)
+            setsid();
         volatile char *p = malloc(bytes); /* volatile: every page really written */
         for (size_t k = 0; p && k < bytes; k += 4096)
             p[k] = 1;
@@ -767,11 +769,9 @@ TEST(child_guard_memory_is_not_the_trial_s)
         execl(tool(), tool(), "hang", (char *)NULL);
         _exit(127);
     }
-    pids[1] = holder((size_t)32 << 20);
-    /* In a group of its own, as a trial's orphans are (a child in ours is
-     * the caller's whether spared or not). */
-    if (pids[1] > 0)
-        setpgid(pids[1], pids[1]);
+    /* In a session of its own, as a trial's orphans are (a child in ours
+     * is the caller's whether spared or not). */
+    pids[1] = holder((size_t)32 << 20, 1);
     int both = pids[0] > 0 && pids[1] > 0;
     uint64_t with = 0, without = 0;
     int other_in[2] = {0, 0}; /* pids[1] among the members, without and with leaving it out */
@@ -811,7 +811,7 @@ TEST(child_guard_memory_is_not_the_trial_s)
  * 32 MiB, and was killed after the trial. */
 TEST(child_the_caller_s_own_children_are_not_the_trial_s)
 {
-    pid_t own = holder((size_t)48 << 20);
+    pid_t own = holder((size_t)48 << 20, 0);
     CHECK(own > 0);
     batchfit__runner_options o;
     batchfit__runner_options_init(&o);
@@ -876,15 +876,18 @@ TEST(child_the_caller_s_exited_child_keeps_its_exit_status)
 }
 
 /* Children of the caller blocked reading hold[0] until its write end
- * closes; returns how many of n started. */
-static unsigned start_waiting_children(pid_t *kids, unsigned n, const int hold[2], int own_group)
+ * closes, in the caller's process group (where 0), one of their own (1) or
+ * a session of their own (2); returns how many of n started. */
+static unsigned start_waiting_children(pid_t *kids, unsigned n, const int hold[2], int apart)
 {
     unsigned started = 0;
     for (; started < n; started++) {
         pid_t pid = fork();
         if (pid == 0) {
-            if (own_group)
+            if (apart == 1)
                 setpgid(0, 0);
+            else if (apart == 2)
+                setsid();
             close(hold[1]);
             char c;
             while (read(hold[0], &c, 1) < 0 && errno == EINTR)
@@ -893,7 +896,7 @@ static unsigned start_waiting_children(pid_t *kids, unsigned n, const int hold[2
         }
         if (pid < 0)
             break;
-        if (own_group)
+        if (apart == 1)
             setpgid(pid, pid);
         kids[started] = pid;
     }
@@ -926,10 +929,10 @@ TEST(child_every_one_of_the_caller_s_children_outlives_the_trial)
 }
 
 /* A child the caller starts while a trial runs (another thread's
- * subprocess, a data loader's worker) is in the caller's process group and
- * is the caller's; one in a group of its own, as a trial's orphans are, is
- * killed and reaped. */
-TEST(child_only_children_outside_the_caller_s_group_are_reaped)
+ * subprocess, a data loader's worker, one given a process group of its
+ * own) is in the caller's session and is the caller's; one in a session of
+ * its own, as a trial's orphans are, is killed and reaped. */
+TEST(child_only_children_outside_the_caller_s_session_are_reaped)
 {
     int hold[2];
     CHECK_EQ(pipe(hold), 0);
@@ -937,21 +940,24 @@ TEST(child_only_children_outside_the_caller_s_group_are_reaped)
     long spare[256];
     unsigned spare_count = batchfit__proc_children(spare, 256);
     CHECK(spare_count < 256);
-    pid_t same, other;
+    pid_t same = -1, group = -1, other = -1;
     unsigned started = start_waiting_children(&same, 1, hold, 0);
-    started += start_waiting_children(&other, 1, hold, 1);
+    started += start_waiting_children(&group, 1, hold, 1);
+    started += start_waiting_children(&other, 1, hold, 2);
     close(hold[0]);
-    CHECK_EQ(started, 2u);
+    CHECK_EQ(started, 3u);
     unsigned killed = batchfit__proc_reap_children(spare, spare_count);
-    int same_alive = alive((long)same);
+    int same_alive = alive((long)same), group_alive = alive((long)group);
     errno = 0;
     int other_reaped = waitpid(other, NULL, WNOHANG) < 0 && errno == ECHILD;
     close(hold[1]);
     waitpid(same, NULL, 0);
+    waitpid(group, NULL, 0);
     if (!other_reaped)
         waitpid(other, NULL, 0);
     CHECK_EQ(killed, 1u);
     CHECK(same_alive);
+    CHECK(group_alive);
     CHECK(other_reaped);
 }
 
