@@ -1008,7 +1008,6 @@ static void classify_stopped(const batchfit__runner *r, const watch *w, batchfit
                  limit);
 }
 
-
 /* Lists this process's children into r->spare, with room for one more (the
  * guard), growing it until every child fits. 0, or BATCHFIT_E_NO_MEMORY. */
 static int list_spare(batchfit__runner *r)

@@ -307,9 +307,9 @@ static int spared(const long *spare, unsigned count, long pid)
  * (another thread's subprocess, a data loader's worker, one in a process
  * group of its own) is, unless it was given a session of its own, and is
  * the caller's. */
-static int trial_orphan(const long *spare, unsigned count, long pid, long session)
+static int trial_orphan(const long *spare, unsigned count, long pid, int in_our_session)
 {
-    return !spared(spare, count, pid) && session != (long)getsid(0);
+    return !spared(spare, count, pid) && !in_our_session;
 }
 
 int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes)
@@ -318,7 +318,7 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
      * a process whose parent already died was reparented to us (we are a
      * child subreaper), so our own children count as part of the trial
      * (all but those spared: the trial's guard, the caller's own). */
-    long self = (long)getpid();
+    long self = (long)getpid(), session = (long)getsid(0);
     int rc = 0;
     size_t n = scan_proc(t, &rc);
     if (rc)
@@ -330,7 +330,7 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
         batchfit__proc_entry *x = &t->scan[i];
         if (x->pid == root ||
             (x->ppid == self && x->pid != self &&
-             trial_orphan(t->spare, t->spare_count, x->pid, x->session)) ||
+             trial_orphan(t->spare, t->spare_count, x->pid, x->session == session)) ||
             member_has(t, sorted, x->pid, x->start))
             x->state = 1;
     }
@@ -379,12 +379,12 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     return rc;
 }
 
-/* Calls visit(pid, state, session, userdata) for each process whose parent
- * is this one, until it returns nonzero. */
-static void each_child(int (*visit)(long pid, char state, long session, void *userdata),
+/* Calls visit(pid, state, in_our_session, userdata) for each process whose
+ * parent is this one, until it returns nonzero. */
+static void each_child(int (*visit)(long pid, char state, int in_our_session, void *userdata),
                        void *userdata)
 {
-    long self = (long)getpid();
+    long self = (long)getpid(), own = (long)getsid(0);
     DIR *d = opendir("/proc");
     if (!d)
         return;
@@ -395,7 +395,7 @@ static void each_child(int (*visit)(long pid, char state, long session, void *us
         char state = 0;
         if (isdigit((unsigned char)e->d_name[0]) &&
             read_stat(e->d_name, &ppid, &start, &rss, &state, &session) == 0 && ppid == self &&
-            visit(strtol(e->d_name, NULL, 10), state, session, userdata))
+            visit(strtol(e->d_name, NULL, 10), state, session == own, userdata))
             break;
     }
     closedir(d);
@@ -412,10 +412,10 @@ typedef struct child_list {
  * is a trial's orphan that came to us after the last trial's sweep (a
  * trial runs in a session of its own): left unspared, the sweep after
  * this trial reaps it. */
-static int list_child(long pid, char state, long session, void *userdata)
+static int list_child(long pid, char state, int in_our_session, void *userdata)
 {
     child_list *l = userdata;
-    if (state != 'Z' || session == (long)getsid(0))
+    if (state != 'Z' || in_our_session)
         l->pids[l->count++] = pid;
     return l->count >= l->max;
 }
@@ -433,11 +433,11 @@ typedef struct reaping {
     unsigned spare_count, killed;
 } reaping;
 
-static int reap_child(long pid, char state, long session, void *userdata)
+static int reap_child(long pid, char state, int in_our_session, void *userdata)
 {
     (void)state;
     reaping *r = userdata;
-    if (!trial_orphan(r->spare, r->spare_count, pid, session))
+    if (!trial_orphan(r->spare, r->spare_count, pid, in_our_session))
         return 0;
     kill((pid_t)pid, SIGKILL);
     while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)

@@ -800,12 +800,11 @@ static double secant_cap(const search *s, const double *x, const double *y, unsi
  * point lies under such a curve: per-sample memory as B^1.7 over 700 MiB
  * ran 14 trials, three out of memory one overshoot after another (test
  * search_model_memory_growing_faster_than_a_line_is_not_overshot).
- * Infinite where the secants do not steepen. */
-static double convex_cap(const search *s, const double *x, const double *y, unsigned n,
+ * m: lo's index among the points (n: none). Infinite where the secants do
+ * not steepen. */
+static double convex_cap(const search *s, const double *x, const double *y, unsigned n, unsigned m,
                          double resolvable)
 {
-    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
-    unsigned m = index_of(x, n, lo_x);
     if (m >= n || m < 2)
         return INFINITY;
     double x1 = x[m - 2], x2 = x[m - 1], x3 = x[m], y1 = y[m - 2], y2 = y[m - 1], y3 = y[m];
@@ -1348,7 +1347,7 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
             i = index_floor_of(s, xl + (T - yl) / below);
             /* Not past where the points' curvature takes them over. */
             if (s->spread > 0.0)
-                i = cap_at(s, i, convex_cap(s, x, y, n, resolvable + band));
+                i = cap_at(s, i, convex_cap(s, x, y, n, at, resolvable + band));
             /* It puts lo + 1 over: run that, it closes the bracket. */
             if (i <= s->lo)
                 i = s->lo + 1;
@@ -1625,35 +1624,28 @@ static double model_at_next(const view *v)
                         v->top3_quiet);
 }
 
-/* Whether three sizes or more up to lo read alike, to within flat, where
- * the line through the points up to lo rises by four times that across
- * them: memory that grows in steps (per-sample memory allocated a chunk of
- * samples at a time, a pool not yet outgrown) on a program whose readings
- * repeat. Noise of the declared size leaves three readings that close next
+/* Whether three sizes or more of the first m points (those up to lo) read
+ * alike, to within flat, where the line through the m rises by four times
+ * that across them: memory that grows in steps (per-sample memory allocated
+ * a chunk of samples at a time, a pool not yet outgrown) on a program whose
+ * readings repeat. Noise of the declared size leaves three readings that close next
  * to never (two, now and then); a quiet program's wander, a few tenths of
  * a percent, now and then, so it is a guard against a coin toss and no
  * more: taken as the scatter too, the run's spread set the aim on the
  * threshold, and a search walked down inside one step (22 trials where 6
  * had stopped 30 sizes short) and chased a pool's 0.3% wander (a reviewer's
  * harness: 5% more trials, the same answers). */
-static int steps_shown(const search *s, const double *x, const double *y, unsigned n, double flat)
+static int steps_shown(const double *x, const double *y, unsigned m, double flat)
 {
-    double ax[MAX_POINTS], ay[MAX_POINTS];
-    unsigned m = 0;
-    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
-    for (unsigned k = 0; k < n && x[k] <= lo_x; k++) {
-        ax[m] = x[k];
-        ay[m++] = y[k];
-    }
     batchfit_fit fit;
-    batchfit__fit_line(ax, ay, m, &fit);
+    batchfit__fit_line(x, y, m, &fit);
     if (m < 3 || !fit.valid || !(fit.bytes_per_sample > 0.0))
         return 0;
     for (unsigned k = 0; k + 2 < m; k++) {
         unsigned j = k + 1;
-        while (j < m && fabs(ay[j] - ay[k]) <= flat)
+        while (j < m && fabs(y[j] - y[k]) <= flat)
             j++;
-        if (j - k >= 3 && fit.bytes_per_sample * (ax[j - 1] - ax[k]) > 4.0 * flat)
+        if (j - k >= 3 && fit.bytes_per_sample * (x[j - 1] - x[k]) > 4.0 * flat)
             return 1;
     }
     return 0;
@@ -1768,10 +1760,15 @@ static void read_points(search *s, view *v)
     }
     double scatter = quiet ? measured : (measured > prior ? measured : prior);
     s->quiet = quiet;
+    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
+    unsigned il = index_of(x, n, lo_x), up_to_lo = 0;
+    while (up_to_lo < n && x[up_to_lo] <= lo_x)
+        up_to_lo++;
     /* Sizes that read alike to within a tenth of the quiet cut where the
      * line rises across them: memory that grows in steps, on a program
      * whose readings repeat (see settle_at_lo). */
-    int stepped = quiet && s->spread > 0.0 && steps_shown(s, x, y, n, 0.1 * quiet_below + granule);
+    int stepped = quiet && s->spread > 0.0 &&
+                  steps_shown(x, y, up_to_lo, 0.1 * quiet_below + granule);
     if (quiet) {
         if (rel < measured / top_y)
             rel = measured / top_y;
@@ -1813,8 +1810,6 @@ static void read_points(search *s, view *v)
      * points' scatter (the prior is refuted as by quiet points on a line),
      * and its slope at lo (at the top point before any size fitted)
      * carries lo to the next size. */
-    double lo_x = s->lo >= 0 ? (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) : 0;
-    unsigned il = index_of(x, n, lo_x);
     bend curve = {0.0, 0.0, 1.0, 1.0};
     double bent = 0.0;
     int jump_past_bend = 0;
@@ -2206,7 +2201,7 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
         c = cap_at(s, c, bent > 0.0 ? secant_cap_at(s, x, y, n, resolvable, s->budget)
                                     : secant_cap(s, x, y, n, resolvable));
     if (s->spread > 0.0 && c > s->lo && !(bent > 0.0))
-        c = cap_at(s, c, convex_cap(s, x, y, n, resolvable));
+        c = cap_at(s, c, convex_cap(s, x, y, n, v->il, resolvable));
     if (c > s->lo && c < s->hi) {
         *next = c;
         if (along_bend)
