@@ -882,18 +882,28 @@ static unsigned start_waiting_children(pid_t *kids, unsigned n, const int hold[2
 {
     unsigned started = 0;
     for (; started < n; started++) {
+        int ready[2];
+        if (pipe(ready) != 0)
+            break;
         pid_t pid = fork();
         if (pid == 0) {
             if (apart == 1)
                 setpgid(0, 0);
             else if (apart == 2)
                 setsid();
+            close(ready[0]);
+            close(ready[1]); /* it has left, as asked */
             close(hold[1]);
             char c;
             while (read(hold[0], &c, 1) < 0 && errno == EINTR)
                 ;
             _exit(0);
         }
+        close(ready[1]);
+        char c;
+        while (pid > 0 && read(ready[0], &c, 1) < 0 && errno == EINTR)
+            ;
+        close(ready[0]);
         if (pid < 0)
             break;
         if (apart == 1)
