@@ -57,7 +57,9 @@
 #define TOSS_WORTH_A_TRIAL 0.05
 /* A stop on a coin toss gives away at most this share of lo: where the
  * band of sizes that pass or fail by the draw reaches further above lo, a
- * size inside it is run (see inside_wide_band). */
+ * size inside it is run (see inside_wide_band). Where the band is the
+ * declared prior's (the points have not refuted it), at most
+ * TOSS_WORTH_A_TRIAL. */
 #define TOSS_GIVES_AWAY_AT_MOST 0.25
 /* Once sizes proposed along a smooth bend were run, and the bend ended, a
  * coin-toss stop gives away at most this share of lo (see
@@ -1343,8 +1345,18 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
          * than a factor of four (the crossing is as likely at a tenth of hi
          * as at half). */
         int64_t i = -1;
-        if (below > 0.0) {
-            i = index_floor_of(s, xl + (T - yl) / below);
+        /* Where the two points up to lo read alike (lo on one step of a
+         * staircase, the point below on the same step), the nearest point
+         * below that lo rises above by more than that: the geometric
+         * middle under a stopped 944 ran 600, 428, 342 and 299 out of
+         * memory above 256, 266 reading the next step (a program
+         * allocating 16 samples at a time). */
+        double along = below;
+        for (unsigned k = (unsigned)il; !(along > 0.0) && k-- > 0;)
+            if (yl - y[k] > resolvable)
+                along = (yl - y[k]) / (xl - x[k]);
+        if (along > 0.0) {
+            i = index_floor_of(s, xl + (T - yl) / along);
             /* Not past where the points' curvature takes them over. */
             if (s->spread > 0.0)
                 i = cap_at(s, i, convex_cap(s, x, y, n, at, resolvable + band));
@@ -1916,10 +1928,26 @@ static void read_points(search *s, view *v)
     v->stepped = stepped;
 }
 
+/* Whether the search measures host memory (the trials' peaks are glibc's). */
+static int on_host(const batchfit_result *r)
+{
+    return r->device_spec && strcmp(r->device_spec, "host") == 0;
+}
+
 /* settle_at_lo found lo + 1 inside the coin-toss band, where a size passes
  * or fails by the draw. Where that band reaches more than
  * TOSS_GIVES_AWAY_AT_MOST of lo above lo, a stop there gives away that much
- * of the batch for a threshold that already holds the spread back. The
+ * of the batch for a threshold that already holds the spread back; where
+ * the band is the declared prior's, not a scatter the points showed, more
+ * than TOSS_WORTH_A_TRIAL: the prior is an assumption, and a size inside
+ * its band says more than a draw (a C program allocating its per-sample
+ * memory 16 samples at a time, 8 MiB steps that keep three points off
+ * their line by more than the quiet cut, stopped at 239 or 251 where
+ * bisection finds 256; now 252-256 in 5-8 trials, bisection taking 20).
+ * Before any rejection on the host, the look above lo (see propose) comes
+ * first: a size inside the band of a replayed PyTorch run landed on the
+ * hump of glibc's mmap threshold and closed the bracket at 52, where the
+ * look at 61 passed it and found 85. The
  * band is the declared prior's where the points did not refute it: a
  * program that allocates its per-sample memory 64 samples at a time under a
  * budget 4 MiB over its 23 MiB of fixed memory (host 5%: a band of 70
@@ -1953,6 +1981,8 @@ static int64_t inside_wide_band(const search *s, const view *v, double predicted
      * 42% at 68% of the answer stopped at 6653 (5001 and 6653 along the
      * bend, 8316 refused above it) where 8253 fits. */
     double at_most = s->bend_used && !(v->bent > 0.0) ? BENT_GAP_AT_MOST : TOSS_GIVES_AWAY_AT_MOST;
+    if (!v->quiet && (s->bracketed || !on_host(s->result)) && at_most > TOSS_WORTH_A_TRIAL)
+        at_most = TOSS_WORTH_A_TRIAL;
     if (!(top - v->lo_x > at_most * v->lo_x))
         return -1;
     int64_t i = index_floor_of(s, 0.5 * (v->lo_x + top));
@@ -2305,11 +2335,6 @@ static int coarse_step_ahead(const search *s)
 }
 
 /* Whether the search ran on host memory (the advice differs there). */
-static int on_host(const batchfit_result *r)
-{
-    return r->device_spec && strcmp(r->device_spec, "host") == 0;
-}
-
 /* Returns 1 when the strategy has its answer, else sets *next. */
 static int propose(search *s, int64_t *next)
 {

@@ -13,8 +13,10 @@
  *                                no high-water mark to read, only the samples taken
  *                                while it held the memory, which a loaded machine can
  *                                delay past 100 ms)
- *   grow PER_SAMPLE_KIB [FIXED_KIB]  allocate FIXED + batch * PER_SAMPLE (batch from
- *                                BATCHFIT_BATCH_SIZE), print "out of memory" if malloc fails
+ *   grow PER_SAMPLE_KIB [FIXED_KIB [CHUNK]]  allocate FIXED + batch * PER_SAMPLE (batch from
+ *                                BATCHFIT_BATCH_SIZE, rounded up to a multiple of CHUNK
+ *                                samples: per-sample memory allocated CHUNK samples at a
+ *                                time, memory in steps), print "out of memory" if malloc fails
  *   unchecked MIB                allocate 1 MiB blocks without checking, writing each
  *   touch FILE                   create FILE, exit 0
  *   env NAME                     print NAME=value of an environment variable, exit 0
@@ -326,6 +328,9 @@ int main(int argc, char **argv)
     if (strcmp(mode, "grow") == 0 && argc > 2) {
         const char *b = getenv("BATCHFIT_BATCH_SIZE");
         long batch = b ? atol(b) : 1;
+        long chunk = argc > 4 ? atol(argv[4]) : 1;
+        if (chunk > 1)
+            batch = (batch + chunk - 1) / chunk * chunk;
         size_t bytes = ((size_t)atol(argv[2]) * (size_t)batch + (argc > 3 ? (size_t)atol(argv[3]) : 0)) << 10;
         char *p = touch_alloc(bytes);
         if (!p) {
