@@ -185,6 +185,7 @@ int main(int argc, char **argv)
                  "p95 | bisect trials median / p95 | mean answer / bisect's |\n"
                  "|---|---|---|---|---|---|\n");
     int status = 0;
+    double model_total = 0.0, oom_total = 0.0, bisect_total = 0.0;
     for (unsigned k = 0; k < seeds && status == 0; k++) {
         uint64_t seed = first_seed + k;
         for (size_t w = 0; w < WANDER_COUNT && status == 0; w++) {
@@ -203,6 +204,9 @@ int main(int argc, char **argv)
                 trials[i] = m.trials;
                 ooms[i] = m.ooms;
                 bisect_trials[i] = b.trials;
+                model_total += m.trials;
+                oom_total += m.ooms;
+                bisect_total += b.trials;
                 ratio += (double)m.answer / (double)b.answer;
             }
             if (status)
@@ -215,6 +219,9 @@ int main(int argc, char **argv)
                     bench_quantile(bisect_trials, cases, 0.95), ratio / cases);
         }
     }
+    if (status == 0)
+        fprintf(out, "\nIn all: the model ran %.0f trials (%.0f out of memory), bisection %.0f.\n",
+                model_total, oom_total, bisect_total);
     if (fclose(out) != 0 && status == 0) {
         fprintf(stderr, "curves: cannot write %s\n", out_path);
         status = 1;
