@@ -38,6 +38,12 @@
  * goes at most this many times the largest size that ran: one overshoot
  * then costs three halvings of the bracket, not a dozen. */
 #define WIDEN_AT_MOST 8.0
+/* And at least this many times: a bound on the slope from the declared
+ * noise can put the next size a step or two above the top, and the search
+ * then crept up a size at a time on a noisy program (1, 2, 3, 4, 5, 7, 11
+ * out of memory, 8 over the threshold: 7 in 8 trials where the answer is
+ * 8; see propose_slope_unknown). */
+#define WIDEN_AT_LEAST 4.0
 /* How many times its own rise a line through the points may be carried to
  * the threshold before the rise counts as noise (see propose_model). */
 #define EXTRAPOLATE_AT_MOST 64.0
@@ -986,6 +992,17 @@ static int propose_slope_unknown(search *s, const double *x, const double *y, un
         double all = crossing(s, top_x, top_y + granule, all_grows);
         target = all > widest ? all : widest;
     }
+    /* A rise the declared noise hides, yet larger than a tenth of it (a
+     * slope the readings show but cannot resolve), is no reason to creep:
+     * the bound from two draws of that noise (the top 12 MiB a sample
+     * above the point below, under 27 MiB of noise) put the next size a
+     * size or two above the top for six trials running. Widen at least
+     * WIDEN_AT_LEAST times: a trial past the crossing is rejected and
+     * brackets the search. Not over a flat run (a smaller rise, or a
+     * fall): there the widening above is a pool's. */
+    if (prior_bounds && rose && top_y - y[n - 2] > 0.1 * noise &&
+        target < WIDEN_AT_LEAST * largest)
+        target = WIDEN_AT_LEAST * largest;
     *next = clamp_inside(s, index_floor_of(s, target));
     return 0;
 }

@@ -2596,3 +2596,29 @@ TEST(search_model_a_flat_pair_at_lo_under_a_stopped_trial_reaches_down)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* A noisy program with a small answer (250 MiB and 12 MiB a sample, a 3%
+ * wander per size, 385 MiB under the host's 5%: 8 fits), as the replayed
+ * PyTorch runs read at small budgets: the rise from 1 to 2 is inside two
+ * draws of the declared noise, the slope unknown, and its bound put each
+ * next size a size or two above the top (1, 2, 3, 4, 5, 7, 11 out of
+ * memory, 8: eight trials on one wander draw, 5-8 on the others). A slope
+ * unknown widens at least fourfold: bisection's answer in four trials on
+ * every draw. */
+TEST(search_model_an_unknown_slope_widens_at_least_fourfold)
+{
+    for (unsigned salt = 0; salt < 8; salt++) {
+        curve_oracle c = killed_program(250.0, 12.0, 0, 385.0, 0.03);
+        c.wander_salt = salt;
+        uint64_t bisect = 0;
+        batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+        CHECK(r != NULL);
+        if (r) {
+            CHECK_EQ(r->batch_size, bisect);
+            CHECK(r->trial_count <= 4);
+            CHECK(r->trials[2].batch >= 8);
+            CHECK(answer_was_run(r));
+        }
+        batchfit_result_free(r);
+    }
+}
