@@ -120,6 +120,8 @@ typedef struct search {
     unsigned hi_streak; /* and of hi */
     int64_t bend_next;  /* the size the model proposed along a smooth bend (-1: none) */
     int bend_used;      /* and a size so proposed was run (see inside_wide_band) */
+    int64_t band_next;  /* the size proposed inside a band only the prior makes (-1: none) */
+    int band_used;      /* and a size so proposed was run (see inside_wide_band) */
 } search;
 
 /* Decides whether a trial counts as fitting: it must have finished, and a
@@ -257,6 +259,9 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
     if (i == s->bend_next)
         s->bend_used = 1;
     s->bend_next = -1;
+    if (i == s->band_next)
+        s->band_used = 1;
+    s->band_next = -1;
     if (!move) {
     } else if (t.accepted) {
         if (i > s->lo)
@@ -1960,7 +1965,11 @@ static int on_host(const batchfit_result *r)
  * its band says more than a draw (a C program allocating its per-sample
  * memory 16 samples at a time, 8 MiB steps that keep three points off
  * their line by more than the quiet cut, stopped at 239 or 251 where
- * bisection finds 256; now 252-256 in 5-8 trials, bisection taking 20).
+ * bisection finds 256; now 249-256 in 5-8 trials, bisection taking 20).
+ * Once: on a noisy program (a PyTorch CPU decoder, its peaks 1-3% apart
+ * between runs) every size in the band is a draw, and trying it again and
+ * again ran 5-9 trials where the stop had taken 4-5. *prior says the band
+ * is tried for this rule's sake (the caller marks the size).
  * Before any rejection on the host, the look above lo (see propose) comes
  * first: a size inside the band of a replayed PyTorch run landed on the
  * hump of glibc's mmap threshold and closed the bracket at 52, where the
@@ -1979,8 +1988,9 @@ static int on_host(const batchfit_result *r)
  * scatter: there the program's own draws make the band (on the replayed
  * PyTorch family that raised p95 and max by a trial for +0.003-0.005 of
  * ratio). -1 where the stop stands. */
-static int64_t inside_wide_band(const search *s, const view *v, double predicted)
+static int64_t inside_wide_band(const search *s, const view *v, double predicted, int *prior)
 {
+    *prior = 0;
     if (!(v->slope > 0.0) ||
         (!v->quiet && shown_scatter(v->y, v->low, v->n) >= 0.5 * v->scatter))
         return -1;
@@ -1998,8 +2008,11 @@ static int64_t inside_wide_band(const search *s, const view *v, double predicted
      * 42% at 68% of the answer stopped at 6653 (5001 and 6653 along the
      * bend, 8316 refused above it) where 8253 fits. */
     double at_most = s->bend_used && !(v->bent > 0.0) ? BENT_GAP_AT_MOST : TOSS_GIVES_AWAY_AT_MOST;
-    if (!v->quiet && (s->bracketed || !on_host(s->result)) && at_most > TOSS_WORTH_A_TRIAL)
+    if (!v->quiet && (s->bracketed || !on_host(s->result)) && at_most > TOSS_WORTH_A_TRIAL &&
+        !s->band_used) {
+        *prior = !(top - v->lo_x > at_most * v->lo_x);
         at_most = TOSS_WORTH_A_TRIAL;
+    }
     if (!(top - v->lo_x > at_most * v->lo_x))
         return -1;
     int64_t i = index_floor_of(s, 0.5 * (v->lo_x + top));
@@ -2098,7 +2111,10 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
              * (TOSS_WORTH_A_TRIAL). */
             if ((quiet && next_x - lo_x < TOSS_WORTH_A_TRIAL * lo_x) ||
                 predicted - scatter > s->safe_budget || scatter > slope * (next_x - lo_x)) {
-                int64_t i = inside_wide_band(s, v, predicted);
+                int prior_only;
+                int64_t i = inside_wide_band(s, v, predicted, &prior_only);
+                if (i >= 0 && prior_only)
+                    s->band_next = i;
                 if (i < 0) {
                     /* Not along a smooth bend: the line's residual
                      * there is the bend, not noise. */
@@ -2460,6 +2476,7 @@ static void search_init(search *s, batchfit_ctx *ctx, const batchfit_options *op
     s->lo = -1;
     s->hi = (int64_t)s->lattice.count;
     s->bend_next = -1;
+    s->band_next = -1;
     s->budget_known = result->budget.known && result->budget.budget_bytes > 0;
     s->budget = (double)result->budget.budget_bytes;
     s->spread = result->budget.peak_spread > 0 ? result->budget.peak_spread : 0.0;
