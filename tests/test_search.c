@@ -2622,3 +2622,29 @@ TEST(search_model_an_unknown_slope_widens_at_least_fourfold)
         batchfit_result_free(r);
     }
 }
+
+/* The band only the declared prior makes is tried once in a search: on a
+ * noisy program every size in it is a draw (here 120 MiB and 1.8 MiB a
+ * sample, 3 samples at a time, a 1.5% wander, 420 MiB under the host's 5%,
+ * sizes up to 256). Its middle, 140, fits; tried again, the band sent the
+ * search on to 147, refused (7 trials for the same 140). */
+TEST(search_model_tries_the_prior_s_band_once)
+{
+    curve_oracle c = killed_program(120.0, 1.8, 0, 420.0, 0.015);
+    c.wander_salt = 9;
+    c.step = 3;
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 256;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ(r->batch_size, 140u);
+        CHECK_EQ(r->trial_count, 6u);
+        CHECK(answer_was_run(r));
+    }
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
