@@ -38,11 +38,12 @@
  * goes at most this many times the largest size that ran: one overshoot
  * then costs three halvings of the bracket, not a dozen. */
 #define WIDEN_AT_MOST 8.0
-/* And at least this many times: a bound on the slope from the declared
- * noise can put the next size a step or two above the top, and the search
- * then crept up a size at a time on a noisy program (1, 2, 3, 4, 5, 7, 11
- * out of memory, 8 over the threshold: 7 in 8 trials where the answer is
- * 8; see propose_slope_unknown). */
+/* And from the first two points, along their own line up to this many
+ * times the top size: a bound on the slope from the declared noise can put
+ * the next size a step or two above the top, and the search then crept up
+ * a size at a time on a noisy program (1, 2, 3, 4, 5, 7, 11 out of memory,
+ * 8 over the threshold: 7 in 8 trials where the answer is 8; see
+ * propose_slope_unknown). */
 #define WIDEN_AT_LEAST 4.0
 /* How many times its own rise a line through the points may be carried to
  * the threshold before the rise counts as noise (see propose_model). */
@@ -997,17 +998,25 @@ static int propose_slope_unknown(search *s, const double *x, const double *y, un
         double all = crossing(s, top_x, top_y + granule, all_grows);
         target = all > widest ? all : widest;
     }
-    /* A rise the declared noise hides, yet larger than a tenth of it (a
-     * slope the readings show but cannot resolve), is no reason to creep:
-     * the bound from two draws of that noise (the top 12 MiB a sample
-     * above the point below, under 27 MiB of noise) put the next size a
-     * size or two above the top for six trials running. Widen at least
-     * WIDEN_AT_LEAST times: a trial past the crossing is rejected and
-     * brackets the search. Not over a flat run (a smaller rise, or a
-     * fall): there the widening above is a pool's. */
-    if (prior_bounds && rose && top_y - y[n - 2] > 0.1 * noise &&
-        target < WIDEN_AT_LEAST * largest)
-        target = WIDEN_AT_LEAST * largest;
+    /* The first two points rising by less than the declared noise, yet by
+     * more than a tenth of it (a slope the readings show but cannot
+     * resolve): the bound from two draws of that noise (12 MiB a sample
+     * from batch 1 to 2, under 27 MiB of noise) put the next size a size
+     * or two above the top, and the search crept for six trials. Their own
+     * line is the likelier one: the next size goes at least where it
+     * crosses the aim, and no further than WIDEN_AT_LEAST times the top
+     * (a fixed fourfold sent a program whose answer is 3, 100 MiB and 12
+     * MiB a sample under 152 MiB, to 8, out of memory). Only the first
+     * pair: further up, a rise of that size over a noisy pool's flat run
+     * is the noise, and widening fourfold from it ran the search into four
+     * out-of-memory trials past the pool's edge. */
+    if (prior_bounds && n == 2 && rose && top_y - y[0] > 0.1 * noise) {
+        double own = crossing(s, top_x, top_y, (top_y - y[0]) / (top_x - x[0]));
+        if (own > WIDEN_AT_LEAST * largest)
+            own = WIDEN_AT_LEAST * largest;
+        if (target < own)
+            target = own;
+    }
     *next = clamp_inside(s, index_floor_of(s, target));
     return 0;
 }

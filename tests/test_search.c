@@ -2602,11 +2602,15 @@ TEST(search_model_a_flat_pair_at_lo_under_a_stopped_trial_reaches_down)
  * PyTorch runs read at small budgets: the rise from 1 to 2 is inside two
  * draws of the declared noise, the slope unknown, and its bound put each
  * next size a size or two above the top (1, 2, 3, 4, 5, 7, 11 out of
- * memory, 8: eight trials on one wander draw, 5-8 on the others). A slope
- * unknown widens at least fourfold: bisection's answer in four trials on
- * every draw. */
-TEST(search_model_an_unknown_slope_widens_at_least_fourfold)
+ * memory, 8: eight trials on one wander draw, 5-8 on the others, 52 in
+ * all). The first pair's own line places the next size: bisection's
+ * answer in 4-6 trials (36 in all). Capped at fourfold, and no further
+ * than that line: a program whose answer is 3 (100 MiB and 12 MiB a
+ * sample, or 90 and 8, 110 and 8, 120 and 5, under 152 MiB) still runs 1,
+ * 2 and its answer, where a fixed fourfold ran 8 out of memory first. */
+TEST(search_model_an_unknown_first_slope_goes_along_its_own_line)
 {
+    unsigned total = 0;
     for (unsigned salt = 0; salt < 8; salt++) {
         curve_oracle c = killed_program(250.0, 12.0, 0, 385.0, 0.03);
         c.wander_salt = salt;
@@ -2615,9 +2619,24 @@ TEST(search_model_an_unknown_slope_widens_at_least_fourfold)
         CHECK(r != NULL);
         if (r) {
             CHECK_EQ(r->batch_size, bisect);
-            CHECK(r->trial_count <= 4);
-            CHECK(r->trials[2].batch >= 8);
+            CHECK(r->trial_count <= 6);
+            CHECK(r->trials[2].batch >= 4);
             CHECK(answer_was_run(r));
+            total += (unsigned)r->trial_count;
+        }
+        batchfit_result_free(r);
+    }
+    CHECK(total <= 36);
+    static const double programs[][2] = {{90, 8}, {100, 12}, {110, 8}, {120, 5}};
+    for (unsigned k = 0; k < 4; k++) {
+        curve_oracle c = killed_program(programs[k][0], programs[k][1], 0, 152.0, 0.0002);
+        uint64_t bisect = 0;
+        batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+        CHECK(r != NULL);
+        if (r) {
+            CHECK_EQ(r->batch_size, bisect);
+            CHECK_EQ(r->trial_count, 3u);
+            CHECK_EQ(r->oom_trials, 0u);
         }
         batchfit_result_free(r);
     }
