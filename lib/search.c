@@ -1959,7 +1959,8 @@ static void read_points(search *s, view *v)
     v->stepped = stepped;
 }
 
-/* Whether the search measures host memory (the trials' peaks are glibc's). */
+/* Whether the search measures host memory (the trials' peaks are glibc's,
+ * and the advice differs there). */
 static int on_host(const batchfit_result *r)
 {
     return r->device_spec && strcmp(r->device_spec, "host") == 0;
@@ -1968,21 +1969,7 @@ static int on_host(const batchfit_result *r)
 /* settle_at_lo found lo + 1 inside the coin-toss band, where a size passes
  * or fails by the draw. Where that band reaches more than
  * TOSS_GIVES_AWAY_AT_MOST of lo above lo, a stop there gives away that much
- * of the batch for a threshold that already holds the spread back; where
- * the band is the declared prior's, not a scatter the points showed, more
- * than TOSS_WORTH_A_TRIAL: the prior is an assumption, and a size inside
- * its band says more than a draw (a C program allocating its per-sample
- * memory 16 samples at a time, 8 MiB steps that keep three points off
- * their line by more than the quiet cut, stopped at 239 or 251 where
- * bisection finds 256; now 249-256 in 5-8 trials, bisection taking 20).
- * Once: on a noisy program (a PyTorch CPU decoder, its peaks 1-3% apart
- * between runs) every size in the band is a draw, and trying it again and
- * again ran 5-9 trials where the stop had taken 4-5. *prior says the band
- * is tried for this rule's sake (the caller marks the size).
- * Before any rejection on the host, the look above lo (see propose) comes
- * first: a size inside the band of a replayed PyTorch run landed on the
- * hump of glibc's mmap threshold and closed the bracket at 52, where the
- * look at 61 passed it and found 85. The
+ * of the batch for a threshold that already holds the spread back. The
  * band is the declared prior's where the points did not refute it: a
  * program that allocates its per-sample memory 64 samples at a time under a
  * budget 4 MiB over its 23 MiB of fixed memory (host 5%: a band of 70
@@ -1996,7 +1983,24 @@ static int on_host(const batchfit_result *r)
  * that share. Not where re-runs or falls have shown half the prior's
  * scatter: there the program's own draws make the band (on the replayed
  * PyTorch family that raised p95 and max by a trial for +0.003-0.005 of
- * ratio). -1 where the stop stands. */
+ * ratio).
+ *
+ * Where the band is the declared prior's, not a scatter the points showed,
+ * the share is TOSS_WORTH_A_TRIAL, once in a search: the prior is an
+ * assumption, and a size inside its band says more than a draw (a C program
+ * allocating its per-sample memory 16 samples at a time, 8 MiB steps that
+ * keep three points off their line by more than the quiet cut, stopped at
+ * 239 or 251 where bisection finds 256; now 249-256 in 5-12 trials,
+ * bisection taking 20). Once, because on a noisy program (a PyTorch CPU
+ * decoder, its peaks 1-3% apart between runs) every size in the band is a
+ * draw, and trying it again and again ran 5-9 trials where the stop had
+ * taken 4-5. Before any rejection on the host, the look above lo (see
+ * propose) comes first: a size inside the band of a replayed PyTorch run
+ * landed on the hump of glibc's mmap threshold and closed the bracket at
+ * 52, where the look at 61 passed it and found 85. *prior says the size is
+ * run for this rule's sake (the caller marks it, see band_used).
+ *
+ * -1 where the stop stands. */
 static int64_t inside_wide_band(const search *s, const view *v, double predicted, int *prior)
 {
     *prior = 0;
@@ -2376,7 +2380,6 @@ static int coarse_step_ahead(const search *s)
     return next_x - lo_x > 1.0 && next_x - lo_x > PREDICT_AT_MOST * lo_x;
 }
 
-/* Whether the search ran on host memory (the advice differs there). */
 /* Returns 1 when the strategy has its answer, else sets *next. */
 static int propose(search *s, int64_t *next)
 {
