@@ -1966,6 +1966,19 @@ static int on_host(const batchfit_result *r)
     return r->device_spec && strcmp(r->device_spec, "host") == 0;
 }
 
+/* Whether the draws a program showed (re-runs, falls: shown_scatter) reach
+ * lo + 1: lo's own reading, a step along the steeper of the line's slope
+ * and the chord to the reading above lo, within two such draws of the
+ * threshold. Without a reading at lo nothing says otherwise. */
+static int own_draws_reach(const search *s, const view *v, double chord)
+{
+    if (v->il >= v->n)
+        return 1;
+    double step = chord > v->slope ? chord : v->slope;
+    double local = v->y[v->il] + step * (v->next_x - v->lo_x);
+    return local >= s->safe_budget - 2.0 * shown_scatter(v->y, v->low, v->n);
+}
+
 /* settle_at_lo found lo + 1 inside the coin-toss band, where a size passes
  * or fails by the draw. Where that band reaches more than
  * TOSS_GIVES_AWAY_AT_MOST of lo above lo, a stop there gives away that much
@@ -2000,14 +2013,40 @@ static int on_host(const batchfit_result *r)
  * 52, where the look at 61 passed it and found 85. *prior says the size is
  * run for this rule's sake (the caller marks it, see band_used).
  *
+ * The band is placed from lo's own reading too, along the chord to the
+ * reading above lo, where that reaches further than the line: a line fitted
+ * across a flat run and anchored at a rejected size far above lo carries
+ * that size's reading back to lo + 1 at the flat run's slope, and no line
+ * can place lo + 1 where lo's own reading, a size below it, contradicts it.
+ * And the program's own draws make the band only where they reach lo + 1:
+ * lo's reading, a step along the steeper of the line and that chord, lies
+ * within two of the scatters they showed of the threshold (own_draws_reach).
+ * A C program with a 75 MiB pool for its first 300 samples, 256 KiB a
+ * sample past it and a 0-5% wander per run, under 152 MiB (threshold
+ * 130.65 MiB): 193 read 117.1 MiB and 385 read 140.6 MiB, the line through
+ * them and the flat run rose 0.05 MiB a sample and put 194 at 130 MiB, and
+ * the search stopped at 193, 214 or 259 in five runs of eleven where
+ * bisection finds 349-355 (a reviewer's program; the falls across the flat
+ * run, up to 4.5 MiB, had made the band the program's own).
+ *
  * -1 where the stop stands. */
 static int64_t inside_wide_band(const search *s, const view *v, double predicted, int *prior)
 {
     *prior = 0;
-    if (!(v->slope > 0.0) ||
-        (!v->quiet && shown_scatter(v->y, v->low, v->n) >= 0.5 * v->scatter))
+    if (!(v->slope > 0.0))
+        return -1;
+    double chord = 0.0;
+    if (v->il + 1 < v->n)
+        chord = (v->y[v->il + 1] - v->y[v->il]) / (v->x[v->il + 1] - v->lo_x);
+    if (!v->quiet && shown_scatter(v->y, v->low, v->n) >= 0.5 * v->scatter &&
+        own_draws_reach(s, v, chord))
         return -1;
     double top = v->next_x + (s->safe_budget + v->scatter - predicted) / v->slope;
+    if (chord > 0.0) {
+        double from_lo = v->lo_x + (s->safe_budget + v->scatter - v->y[v->il]) / chord;
+        if (from_lo > top)
+            top = from_lo;
+    }
     if (s->hi < (int64_t)s->lattice.count) {
         double below_hi = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi - 1);
         if (top > below_hi)

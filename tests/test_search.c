@@ -2667,3 +2667,35 @@ TEST(search_model_tries_the_prior_s_band_once)
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
+
+/* A noisy pool (a reviewer's C program: 115 MiB flat for the first 300
+ * samples, 256 KiB a sample past them, a 2% wander per size; 144.4 MiB
+ * usable under the host's 5%, threshold 130.65 MiB). The line fitted
+ * across the flat run rises 0.03-0.05 MiB a sample; anchored at a rejected
+ * size above the pool's edge (385 read 137 MiB) it put lo + 1 inside the
+ * coin-toss band 10% over lo's own reading, and the falls across the flat
+ * run made that band the program's own draws: the search stopped at 259,
+ * 292 or 323 where bisection finds 358-370. lo's own reading and the chord
+ * above it place the band now, and the draws the program showed do not
+ * reach lo + 1 from 14 MiB under the threshold. */
+TEST(search_model_a_noisy_pool_s_band_is_placed_from_lo_s_reading)
+{
+    uint64_t model_sum = 0, bisect_sum = 0;
+    for (unsigned salt = 0; salt < 12; salt++) {
+        curve_oracle c = flat_then_linear(115.0, 0.25, 300, 144.4, 0.02);
+        c.wander_salt = salt;
+        c.host = 1;
+        uint64_t bisect = 0;
+        batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+        CHECK(r != NULL);
+        if (r) {
+            CHECK(r->batch_size >= bisect * 85 / 100);
+            CHECK(r->trial_count <= 16);
+            CHECK(answer_was_run(r));
+            model_sum += r->batch_size;
+            bisect_sum += bisect;
+        }
+        batchfit_result_free(r);
+    }
+    CHECK(model_sum >= bisect_sum * 95 / 100);
+}
