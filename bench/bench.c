@@ -406,7 +406,9 @@ static double now(void)
  * grow with the batch), a plain C program that allocates a fixed block
  * plus a block per sample (the test suite's childtool), the same program
  * allocating its per-sample memory 16 samples at a time (memory in steps
- * of 8 MiB, as an allocator's blocks make it), and, where
+ * of 8 MiB, as an allocator's blocks make it), the same program with a
+ * pool for its first 300 samples and up to 5% more memory drawn anew each
+ * run (a noisy program whose memory is flat, then grows), and, where
  * /usr/bin/python3 has PyTorch, a small transformer decoder trained on the
  * CPU by examples/torch_train.py (the interpreter's own 250 MiB, then
  * glibc-malloc'd activations; --max bounds bisection's range, as a user
@@ -419,12 +421,14 @@ typedef struct real_program {
     const char *args;    /* after the program's path */
 } real_program;
 
-enum { REAL_TRAINER, REAL_CHILDTOOL, REAL_CHUNKS, REAL_TORCH, REAL_PROGRAMS };
+enum { REAL_TRAINER, REAL_CHILDTOOL, REAL_CHUNKS, REAL_NOISY_POOL, REAL_TORCH, REAL_PROGRAMS };
 
 static const real_program real_programs[REAL_PROGRAMS] = {
     {"trainer", "examples/trainer --steps 2", "58.05MiB", "", "--batch-size {batch} --steps 2"},
     {"childtool", "tests/progs/childtool grow 1024 4096", "160MiB", "", "grow 1024 4096"},
     {"childtool-chunks", "tests/progs/childtool grow 512 4096 16", "160MiB", "", "grow 512 4096 16"},
+    {"childtool-noisy-pool", "tests/progs/childtool grow 256 40960 1 300 5", "152MiB", "",
+     "grow 256 40960 1 300 5"},
     {"torch-decoder",
      "python3 examples/torch_train.py --model decoder --width 64 --layers 2 --seq 64 --vocab "
      "1000 --steps 2",
@@ -704,7 +708,8 @@ int main(int argc, char **argv)
     }
     if (real) {
         real_ok = 1;
-        const char *paths[REAL_PROGRAMS] = {trainer, childtool, childtool, "/usr/bin/python3"};
+        const char *paths[REAL_PROGRAMS] = {trainer, childtool, childtool, childtool,
+                                            "/usr/bin/python3"};
         for (int p = 0; p < real_count; p++)
             for (int i = 0; i < REAL_STRATEGIES; i++) {
                 runs[p][i].strategy = real_strategies[i];
@@ -925,7 +930,7 @@ int main(int argc, char **argv)
         }
     for (int p = 0; real_ok && p < real_count; p++)
         for (int i = 0; i < REAL_STRATEGIES; i++)
-            printf("real %-13s %-10s %llu trials, batch %llu, %.2f s\n", real_programs[p].key,
+            printf("real %-20s %-10s %llu trials, batch %llu, %.2f s\n", real_programs[p].key,
                    runs[p][i].strategy, runs[p][i].trials, runs[p][i].answer, runs[p][i].wall);
     printf("wrote %s/results.json, %s/RESULTS.md, %s/trials.svg\n", out, out, out);
     return 0;

@@ -13,10 +13,13 @@
  *                                no high-water mark to read, only the samples taken
  *                                while it held the memory, which a loaded machine can
  *                                delay past 100 ms)
- *   grow PER_SAMPLE_KIB [FIXED_KIB [CHUNK]]  allocate FIXED + batch * PER_SAMPLE (batch from
- *                                BATCHFIT_BATCH_SIZE, rounded up to a multiple of CHUNK
- *                                samples: per-sample memory allocated CHUNK samples at a
- *                                time, memory in steps), print "out of memory" if malloc fails
+ *   grow PER_SAMPLE_KIB [FIXED_KIB [CHUNK [POOL [WANDER_PCT]]]]  allocate FIXED + batch *
+ *                                PER_SAMPLE (batch from BATCHFIT_BATCH_SIZE, rounded up to a
+ *                                multiple of CHUNK samples: per-sample memory allocated CHUNK
+ *                                samples at a time, memory in steps; and at least POOL
+ *                                samples' worth: a pool, flat up to POOL), times 1 plus up to
+ *                                WANDER_PCT% drawn anew each run; print "out of memory" if
+ *                                malloc fails
  *   unchecked MIB                allocate 1 MiB blocks without checking, writing each
  *   touch FILE                   create FILE, exit 0
  *   env NAME                     print NAME=value of an environment variable, exit 0
@@ -331,7 +334,19 @@ int main(int argc, char **argv)
         long chunk = argc > 4 ? atol(argv[4]) : 1;
         if (chunk > 1)
             batch = (batch + chunk - 1) / chunk * chunk;
+        long pool = argc > 5 ? atol(argv[5]) : 0;
+        if (batch < pool)
+            batch = pool;
         size_t bytes = ((size_t)atol(argv[2]) * (size_t)batch + (argc > 3 ? (size_t)atol(argv[3]) : 0)) << 10;
+        double wander = argc > 6 ? atof(argv[6]) : 0.0;
+        if (wander > 0.0) {
+            /* A draw per run, as a program whose allocations depend on
+             * timing and addresses reads differently each time. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            srand((unsigned)ts.tv_nsec ^ (unsigned)getpid() * 2654435761u);
+            bytes = (size_t)((double)bytes * (1.0 + wander / 100.0 * ((double)rand() / RAND_MAX)));
+        }
         char *p = touch_alloc(bytes);
         if (!p) {
             fprintf(stderr, "childtool: out of memory allocating %zu bytes\n", bytes);
