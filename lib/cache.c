@@ -430,13 +430,18 @@ static int list_one(int dir_fd, const char *dir, const char *key, void *ud)
     return 1;
 }
 
+/* Removes one entry; one that cannot be removed (a directory in its
+ * place, a read-only directory) is warned of, not passed over in silence. */
 static int remove_one(int dir_fd, const char *dir, const char *key, void *ud)
 {
-    (void)dir;
-    (void)ud;
+    batchfit_ctx *ctx = ud;
     char name[64];
     snprintf(name, sizeof name, "%s" SUFFIX, key);
-    return unlinkat(dir_fd, name, 0) == 0;
+    if (unlinkat(dir_fd, name, 0) == 0)
+        return 1;
+    batchfit__log(ctx, BATCHFIT_LOG_WARN, "cache clear: cannot remove %s/%s: %s", dir, name,
+                  strerror(errno));
+    return 0;
 }
 
 /* Runs fn over the entries of dir under its lock (when it exists). */
@@ -480,7 +485,7 @@ int batchfit_cache_clear(batchfit_ctx *ctx, const char *dir, size_t *removed)
 {
     if (!dir)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache clear: no directory given");
-    return over_entries(ctx, dir, remove_one, NULL, removed);
+    return over_entries(ctx, dir, remove_one, ctx, removed);
 }
 
 int batchfit_cache_dir(batchfit_ctx *ctx, char *out, size_t len)

@@ -220,6 +220,7 @@ int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *d
     dev->backend = s;
     s->granule = UINT64_C(2) << 20;
     int have_capacity = 0;
+    char seen[8][256] = {{0}};
     const char *p = params;
     while (*p) {
         const char *comma = strchr(p, ',');
@@ -235,7 +236,25 @@ int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *d
             return batchfit__fail(ctx, BATCHFIT_E_PARSE,
                                   "sim device: \"%s\" is not KEY=VALUE", item);
         *eq = '\0';
-        int rc = sim_set(ctx, dev, s, item, eq + 1, &have_capacity);
+        /* Every key but jump has one value: "capacity=16GiB,capacity=8GiB"
+         * is a mistake in the spec, not a choice of the last (the same
+         * value again says nothing new). */
+        static const char *const once[] = {"capacity", "used",  "fixed", "per_sample",
+                                           "granule",  "noise", "seed",  "unavailable"};
+        enum { ONCE = sizeof once / sizeof once[0] };
+        int again = 0;
+        for (unsigned k = 0; k < ONCE; k++)
+            if (strcmp(item, once[k]) == 0) {
+                /* seen[k] holds "=VALUE" once the key was given. */
+                if (seen[k][0] && strcmp(seen[k] + 1, eq + 1) != 0)
+                    return batchfit__fail(ctx, BATCHFIT_E_PARSE,
+                                          "sim device: key \"%s\" given twice, as \"%s\" and "
+                                          "as \"%s\"",
+                                          item, seen[k] + 1, eq + 1);
+                again = seen[k][0] != '\0';
+                snprintf(seen[k], sizeof seen[k], "=%s", eq + 1);
+            }
+        int rc = again ? BATCHFIT_OK : sim_set(ctx, dev, s, item, eq + 1, &have_capacity);
         if (rc)
             return rc;
         p += len;

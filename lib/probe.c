@@ -114,13 +114,15 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
                           : (uint64_t)((double)b->usable_bytes * opts->margin_fraction);
     /* A margin that swallows everything is a mistake in the input (as a
      * margin of 100% is), not a measurement that nothing fits. */
-    if (b->margin_bytes >= b->usable_bytes)
+    if (b->margin_bytes >= b->usable_bytes) {
+        char margin[32], usable[32];
+        batchfit__format_bytes_apart((double)b->margin_bytes, (double)b->usable_bytes, margin,
+                                     usable, sizeof margin);
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "the margin of %llu bytes leaves nothing of the %llu usable bytes%s%s; "
+                              "--margin: a margin of %s leaves nothing of the %s usable%s%s; "
                               "give a smaller margin",
-                              (unsigned long long)b->margin_bytes,
-                              (unsigned long long)b->usable_bytes, gpu ? " on " : "",
-                              gpu ? gpu : "");
+                              margin, usable, gpu ? " on " : "", gpu ? gpu : "");
+    }
     b->budget_bytes = b->usable_bytes - b->margin_bytes;
     b->peak_spread = opts->peak_spread >= 0.0 ? opts->peak_spread
                                               : batchfit_device_peak_spread(device);

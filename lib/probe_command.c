@@ -470,9 +470,22 @@ int batchfit_command_check(batchfit_ctx *ctx, const char *program)
     if (!program || !program[0])
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "no command to run");
     char path[4096], interp[256];
-    if (resolve_program(program, path, sizeof path) != 0)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "command not found or not executable: %s", program);
+    if (resolve_program(program, path, sizeof path) != 0) {
+        /* Say which: a path names one file, a bare name is looked up. */
+        struct stat st;
+        const char *why = "not found or not executable";
+        if (!strchr(program, '/'))
+            why = "not found on PATH (or not executable there)";
+        else if (stat(program, &st) != 0)
+            why = "no such file";
+        else if (S_ISDIR(st.st_mode))
+            why = "a directory, not a program";
+        else if (!S_ISREG(st.st_mode))
+            why = "not a regular file";
+        else
+            why = "not executable (no execute permission)";
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "command %s: %s", program, why);
+    }
     if (batchfit__missing_interpreter(path, interp, sizeof interp))
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "command %s: its interpreter %s (its #! line) is not found or not "
@@ -496,15 +509,23 @@ static int check_command(batchfit_ctx *ctx, const batchfit_command_options *copt
     /* Every duration is a finite number of seconds that a person could
      * wait for (at most a million): NaN or 1e300 would make a trial
      * unbounded. */
-    if (!(copts->sample_interval > 0.0 && copts->sample_interval <= 1e6) ||
-        !(copts->timeout_seconds >= 0.0 && copts->timeout_seconds <= 1e9) ||
-        !(copts->kill_grace_seconds >= 0.0 && copts->kill_grace_seconds <= 1e6))
+    if (!(copts->sample_interval > 0.0 && copts->sample_interval <= 1e6))
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "command options: sample_interval (%g s) must be in (0, 1e6], "
-                              "timeout_seconds (%g) in [0, 1e9] and kill_grace_seconds (%g) in "
-                              "[0, 1e6]",
-                              copts->sample_interval, copts->timeout_seconds,
+                              "command options: sample_interval (%g s) must be in (0, 1e6]",
+                              copts->sample_interval);
+    if (!(copts->timeout_seconds >= 0.0 && copts->timeout_seconds <= 1e9))
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "command options: timeout_seconds (%g) must be in [0, 1e9]",
+                              copts->timeout_seconds);
+    if (!(copts->kill_grace_seconds >= 0.0 && copts->kill_grace_seconds <= 1e6))
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "command options: kill_grace_seconds (%g) must be in [0, 1e6]",
                               copts->kill_grace_seconds);
+    /* A crash near the cap needs a cap (the CLI's --crash-is-oom). */
+    if (copts->crash_is_oom && !copts->enforce && !copts->enforce_address_space)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "command options: crash_is_oom counts a crash near the cap enforce "
+                              "or enforce_address_space sets as out of memory; neither is set");
     return BATCHFIT_OK;
 }
 

@@ -74,18 +74,36 @@ static int run(batchfit_ctx *ctx, int argc, char **argv)
     if (strcmp(what, "show") == 0 && argc == 3)
         return show(ctx, dir, argv[2]);
     if (strcmp(what, "clear") == 0 && argc == 2) {
+        size_t left = 0;
+        batchfit_ctx_set_log(ctx, on_log, &left, BATCHFIT_LOG_WARN);
         if (batchfit_cache_clear(ctx, dir, &n) != BATCHFIT_OK) {
             fprintf(stderr, "batchfit: %s\n", batchfit_ctx_last_error(ctx));
             return EXIT_USAGE;
         }
-        printf("removed %zu entr%s from %s\n", n, n == 1 ? "y" : "ies", dir);
-        return EXIT_FOUND;
+        printf("removed %zu entr%s from %s", n, n == 1 ? "y" : "ies", dir);
+        if (left)
+            printf("; %zu could not be removed (see the warning%s above)", left,
+                   left == 1 ? "" : "s");
+        printf("\n");
+        return left ? EXIT_EXPORT_FAILED : EXIT_FOUND;
+    }
+    int help = strcmp(what, "--help") == 0 || strcmp(what, "-h") == 0;
+    if (!help) {
+        int known = strcmp(what, "list") == 0 || strcmp(what, "show") == 0 ||
+                    strcmp(what, "clear") == 0;
+        if (!what[0])
+            fprintf(stderr, "batchfit cache: no cache command given\n");
+        else if (!known)
+            fprintf(stderr, "batchfit cache: unknown cache command '%s'\n", what);
+        else
+            fprintf(stderr, "batchfit cache %s: %s\n", what,
+                    strcmp(what, "show") == 0 ? "it takes one KEY" : "it takes no arguments");
     }
     fprintf(stderr, "usage: batchfit cache list | show KEY | clear\n"
                     "(the cache lives in $BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit, "
                     "else ~/.cache/batchfit; show exits 1 when KEY has no entry or a damaged one, "
                     "2 when KEY is not a key)\n");
-    return strcmp(what, "--help") == 0 || strcmp(what, "-h") == 0 ? EXIT_FOUND : EXIT_USAGE;
+    return help ? EXIT_FOUND : EXIT_USAGE;
 }
 
 int cli_cache(int argc, char **argv)

@@ -135,6 +135,15 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
             return rc;
         i += takes;
     }
+    if (device && in.device_bytes)
+        return bad("--device-memory and --device both say what to fit into: give one");
+    if (in.hidden && in.heads && in.hidden % in.heads != 0) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "--hidden %llu is not a multiple of --heads %llu (each head takes hidden/heads)",
+                 (unsigned long long)in.hidden, (unsigned long long)in.heads);
+        return bad(why);
+    }
     *out = in;
     *device_out = device;
     *json_out = json;

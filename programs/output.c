@@ -58,6 +58,25 @@ static int new_file_path(const char *path, char *out, size_t len)
     return -1;
 }
 
+/* Whether the temporary file replace() writes can be made beside resolved
+ * (created and removed at once): access() answers for the permissions
+ * only, and as root not even those (a file under /proc passed it, and
+ * the write failed after the whole search). 0, or -1 with errno set. */
+static int try_create_beside(const char *resolved)
+{
+    char tmp[PATH_MAX + 32];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", resolved, (long)getpid()) >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
 int cli_output_prepare(export_target *t, const char *who, const char *flag, const char *path)
 {
     memset(t, 0, sizeof *t);
@@ -80,7 +99,7 @@ int cli_output_prepare(export_target *t, const char *who, const char *flag, cons
             return fail(t, "the path is too long", 0);
         char copy[PATH_MAX];
         strcpy(copy, t->resolved);
-        if (access(dirname(copy), W_OK | X_OK) != 0)
+        if (access(dirname(copy), W_OK | X_OK) != 0 || try_create_beside(t->resolved) != 0)
             return fail(t, "cannot create it", errno);
         t->kind = EXPORT_REPLACE;
         t->mode = 0644;
@@ -99,7 +118,7 @@ int cli_output_prepare(export_target *t, const char *who, const char *flag, cons
         return fail(t, "cannot resolve it", errno);
     char copy[PATH_MAX];
     strcpy(copy, t->resolved);
-    if (access(dirname(copy), W_OK | X_OK) != 0)
+    if (access(dirname(copy), W_OK | X_OK) != 0 || try_create_beside(t->resolved) != 0)
         return fail(t, "cannot replace it (its directory is not writable)", errno);
     t->kind = EXPORT_REPLACE;
     t->mode = st.st_mode & 07777;

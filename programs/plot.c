@@ -19,6 +19,12 @@ static char *read_all(const char *path, size_t *len)
         fprintf(stderr, "batchfit plot: cannot read %s: %s\n", path, strerror(errno));
         return NULL;
     }
+    struct stat st;
+    if (f != stdin && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "batchfit plot: cannot read %s: %s\n", path, strerror(EISDIR));
+        fclose(f);
+        return NULL;
+    }
     size_t cap = 65536, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -45,7 +51,8 @@ static char *read_all(const char *path, size_t *len)
         fclose(f);
     if (!buf || failed) {
         if (failed)
-            fprintf(stderr, "batchfit plot: cannot read %s\n", path);
+            fprintf(stderr, "batchfit plot: cannot read %s: %s\n", path,
+                    strerror(errno ? errno : EIO));
         free(buf);
         return NULL;
     }

@@ -260,7 +260,8 @@ static const option_def options[] = {
      "also cap each trial's virtual memory at the budget (RLIMIT_AS; frameworks reserve far "
      "more address space than they use)"},
     {"--crash-is-oom", NULL, OPT_FLAG, AT(cmd.crash_is_oom), 1, NULL,
-     "with --enforce, count a crash near the cap as out of memory"},
+     "with --enforce or --enforce-address-space, count a crash near the cap as out of "
+     "memory"},
     {"--no-watchdog", NULL, OPT_FLAG, AT(cmd.watchdog), 0, NULL,
      "let a trial run on after its memory passes the budget"},
     {"--sample-interval", "MS", OPT_SECONDS, AT(sample_interval_ms), 0, NULL,
@@ -337,8 +338,8 @@ static void print_help(FILE *f)
     }
     fprintf(f, "\nexit status: 0 found, 2 bad usage or input (nothing run), 3 even the minimum "
                "does not fit,\n4 a trial failed with an error that is not out-of-memory, 5 no "
-               "usable device, 6 the\n--export-json file could not be written, 128+N stopped by "
-               "signal N (130: Ctrl-C).\n");
+               "usable device, 6 the\n--export-json or --plot file, or standard output, could "
+               "not be written, 128+N stopped by\nsignal N (130: Ctrl-C).\n");
 }
 
 static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const char *value)
@@ -449,6 +450,10 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
         if (rc != 0)
             return rc;
     }
+    if (c->cmd.crash_is_oom && !c->cmd.enforce && !c->cmd.enforce_address_space)
+        return usage_error("--crash-is-oom counts a crash near the cap --enforce or "
+                           "--enforce-address-space sets as out of memory; without either there "
+                           "is no cap");
     if (c->agree_given && !c->mpi)
         return usage_error("--agree is how the ranks of an --mpi job agree on a size; without "
                            "--mpi there is one answer");

@@ -418,7 +418,7 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
     CHECK(access(marker, F_OK) != 0);
     const char *missing[] = {"probe", "--device", "host", "--", "/nonexistent/train", NULL};
     CHECK_EQ(cli(&r, missing, NULL), 2);
-    CHECK_CONTAINS(r.err, "command not found");
+    CHECK_CONTAINS(r.err, "command /nonexistent/train: no such file");
     const char *nocommand[] = {"probe", "--device", "host", NULL};
     CHECK_EQ(cli(&r, nocommand, NULL), 2);
     CHECK_CONTAINS(r.err, "no COMMAND");
@@ -1473,7 +1473,7 @@ TEST(cli_cache_long_spec_and_key)
     size_t len = 100 * 1024;
     char *spec = malloc(len + 128), *key = malloc(len + 1);
     CHECK(spec && key);
-    /* A key may repeat (the last one counts): 100 KB of ",seed=7". */
+    /* A key may repeat with the value it has: 100 KB of ",seed=7". */
     size_t n = (size_t)snprintf(spec, len + 128, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB");
     while (n + 7 < len)
         n += (size_t)snprintf(spec + n, len + 128 - n, ",seed=7");
@@ -1518,7 +1518,7 @@ TEST(cli_command_check_follows_execvp)
     run r;
     const char *directory[] = {"probe", "--device", "host", "--", dir, NULL};
     CHECK_EQ(cli(&r, directory, NULL), 2);
-    CHECK_CONTAINS(r.err, "command not found or not executable");
+    CHECK_CONTAINS(r.err, "a directory, not a program");
     /* childtool copied into dir, found through the empty entry of PATH. */
     char copy[1100], cmd[2400];
     snprintf(copy, sizeof copy, "%s/ctool", dir);
@@ -1587,7 +1587,7 @@ TEST(cli_small_input_mistakes)
     const char *margin[] = {"probe", "--device", "host", "--memory-budget", "200MiB", "--margin",
                             "200MiB", "--", tool(), "exit", "0", NULL};
     CHECK_EQ(cli(&r, margin, NULL), 2);
-    CHECK_CONTAINS(r.err, "the margin of 209715200 bytes leaves nothing");
+    CHECK_CONTAINS(r.err, "--margin: a margin of 200.00 MiB leaves nothing of the 200.00 MiB usable");
     const char *index[] = {"probe", "--device", "cuda:0 ", "--", tool(), "exit", "0", NULL};
     CHECK_EQ(cli(&r, index, NULL), 2);
     CHECK_CONTAINS(r.err, "\"cuda:0 \": the index must be a whole number");
@@ -2134,4 +2134,67 @@ TEST(cli_command_options_are_refused_with_the_sim_step)
                               "device's synthetic step in-process");
         CHECK_STR(r.out, "");
     }
+}
+
+/* Input a hostile review found accepted or reported vaguely: each is
+ * refused before anything runs (exit 2) with a message naming the input,
+ * or, for a cache entry clear cannot remove, warned of with exit 6. */
+TEST(cli_refuses_what_would_mislead)
+{
+    run r;
+    static const struct {
+        const char *args[16];
+        const char *message;
+    } refused[] = {
+        {{"probe", "--device", "host", "--memory-budget", "64MiB", "--oom-pattern", "", "--",
+          "true", NULL},
+         "--oom-pattern: \"\" matches an empty line, so every line"},
+        {{"probe", "--device", "host", "--memory-budget", "64MiB", "--oom-pattern", "x*", "--",
+          "true", NULL},
+         "--oom-pattern: \"x*\" matches an empty line"},
+        {{"probe", "--device", "host", "--memory-budget", "64MiB", "--crash-is-oom", "--", "true",
+          NULL},
+         "--crash-is-oom counts a crash near the cap --enforce or --enforce-address-space sets"},
+        {{"probe", "--device", "sim:capacity=16GiB,capacity=8GiB,per_sample=1GiB", NULL},
+         "sim device: key \"capacity\" given twice, as \"16GiB\" and as \"8GiB\""},
+        {{"probe", "--device", "sim:capacity=16GiB,per_sample=1GiB", "--margin", "17GiB", NULL},
+         "--margin: a margin of 17.00 GiB leaves nothing of the 16.00 GiB usable"},
+        {{"probe", "--device", "host", "--memory-budget", "64MiB", "--", "/", NULL},
+         "command /: a directory, not a program"},
+        {{"probe", "--device", "host", "--memory-budget", "64MiB", "--", "/nonexistent/prog",
+          NULL},
+         "command /nonexistent/prog: no such file"},
+        {{"estimate", "--params", "124M", "--device", "host", "--device-memory", "8GiB", NULL},
+         "--device-memory and --device both say what to fit into: give one"},
+        {{"estimate", "--params", "124M", "--layers", "2", "--hidden", "10", "--heads", "3",
+          "--seq", "64", "--device-memory", "8GiB", NULL},
+         "--hidden 10 is not a multiple of --heads 3"},
+        {{"cache", "bogus", NULL}, "unknown cache command 'bogus'"},
+        {{"plot", "/", NULL}, "cannot read /: Is a directory"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        CHECK_EQ(cli(&r, refused[i].args, NULL), 2);
+        CHECK_CONTAINS(r.err, refused[i].message);
+    }
+    /* A jump may repeat; --crash-is-oom with a cap is taken. */
+    const char *jumps[] = {"probe", "--device", "sim:capacity=16GiB,per_sample=1GiB,jump=3:1GiB,jump=5:1GiB",
+                           "--no-cache", NULL};
+    CHECK_EQ(cli(&r, jumps, NULL), 0);
+    CHECK_CONTAINS(r.out, "batch_size=13");
+
+    /* clear warns of what it cannot remove and says so in its status. */
+    char dir[256], env_dir[300], entry[400];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-clear", (long)getpid());
+    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
+    drop_cache_dir(dir);
+    mkdir(dir, 0700);
+    snprintf(entry, sizeof entry, "%s/0123456789abcdef0123456789abcdef.entry", dir);
+    CHECK_EQ(mkdir(entry, 0700), 0);
+    const char *envs[] = {env_dir, NULL};
+    const char *clear[] = {"cache", "clear", NULL};
+    CHECK_EQ(cli_env(&r, clear, envs), 6);
+    CHECK_CONTAINS(r.err, "cannot remove");
+    CHECK_CONTAINS(r.out, "1 could not be removed");
+    rmdir(entry);
+    drop_cache_dir(dir);
 }

@@ -470,7 +470,7 @@ TEST(device_gpus_margin_too_large_for_one_gpu_is_named)
     c.argv = argv;
     batchfit_result *r = NULL;
     CHECK_EQ(batchfit_probe_command(ctx, &o, d, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
-    CHECK_CONTAINS(r->error, "usable bytes on cuda:1");
+    CHECK_CONTAINS(r->error, "of the 4.00 GiB usable on cuda:1");
     CHECK_EQ(r->gpu_count, 0);
     CHECK(fake_gpus_empty());
     batchfit_result_free(r);
