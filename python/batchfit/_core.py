@@ -7,7 +7,9 @@ from __future__ import annotations
 import ctypes
 import gc
 import logging
+import math
 import operator
+import os
 import re
 import signal
 import sys
@@ -61,13 +63,22 @@ def is_out_of_memory(exc: BaseException) -> bool:
 class PeakBytes(int):
     """What a step's ``run(batch)`` returns to report the peak it measured itself, in bytes
     (``return batchfit.PeakBytes(n)``). Any other return value (a loss, a count of correct
-    predictions) is ignored: taken as bytes, a count made a probe's answer 13 times too large."""
+    predictions) is ignored: taken as bytes, a count made a probe's answer 13 times too large.
+    It wins over what batchfit measures itself (``torch.cuda.max_memory_reserved()``, the
+    host's high-water mark), as the library's step report does. Values past 2^64 - 1 are
+    refused (``ValueError``), not wrapped or dropped."""
 
     def __new__(cls, value: int) -> "PeakBytes":
         n = operator.index(value)
-        if n < 0:
-            raise ValueError(f"PeakBytes: a peak cannot be negative: {n}")
+        _check_peak(n)
         return super().__new__(cls, n)
+
+
+def _check_peak(n: int) -> None:
+    if n < 0:
+        raise ValueError(f"PeakBytes: a peak cannot be negative: {n}")
+    if n >= 2**64:
+        raise ValueError(f"PeakBytes: {n} bytes is too large (at most {2**64 - 1})")
 
 
 # One in-process probe at a time: on the host the library measures this process (its high-water
@@ -169,6 +180,14 @@ def _text(value: Any) -> bytes:
     return str(value).encode()
 
 
+def _no_nul(text: Union[str, bytes], what: str, given: Any = None) -> None:
+    """C reads a string up to its first NUL: refused, never cut short silently. ``given`` is
+    the value as the caller wrote it, when ``text`` is its encoding."""
+    if ("\0" if isinstance(text, str) else b"\0") in text:
+        shown = text if given is None else given
+        raise error_for(1, f"{what}: {shown!r} holds a NUL byte, which would cut it short")
+
+
 def parse_size(text: Size, what: str = "size") -> int:
     """Bytes from a size such as ``"12GiB"``, ``"1.5 GB"``, ``"4096"`` (the library's parser);
     an int is taken as bytes."""
@@ -191,19 +210,25 @@ def parse_size(text: Size, what: str = "size") -> int:
 def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Optional[int]:
     """The requested maximum from hyperparameters: ``hyperparameters["max_batch_size"]``.
     Absent, None, ``""`` and 0 mean "the device decides" and give None; anything else must be a
-    positive whole number (``InvalidArgument`` quoting the value otherwise). ``batch_size`` is
-    never read: it is an output."""
+    positive whole number (``InvalidArgument`` quoting the value otherwise: a float such as
+    8.0 and True/False too, as the CLI's ``--hyperparameters`` refuses them). ``batch_size`` is
+    never read: it is an output. ``hyperparameters`` that is not a mapping (a dict, or anything
+    with ``get``) raises ``TypeError``."""
+    if hyperparameters is None:
+        return None
+    if not callable(getattr(hyperparameters, "get", None)):
+        raise TypeError(f"hyperparameters: expected a mapping such as a dict, got "
+                        f"{hyperparameters!r} ({type(hyperparameters).__name__})")
     if not hyperparameters:
         return None
     value = hyperparameters.get(REQUESTED_BATCH_SIZE)
     if value is None:
         return None
-    if isinstance(value, bool) or isinstance(value, float):
-        if isinstance(value, float) and value.is_integer() and value >= 0:
-            value = int(value)
-        else:
-            raise error_for(9, f"hyperparameters {REQUESTED_BATCH_SIZE}: invalid value "
-                               f"{value!r}: expected a positive whole number")
+    if isinstance(value, (bool, float)):
+        # As --hyperparameters refuses 8.0 and true: a whole number is written as one.
+        raise error_for(9, f"hyperparameters {REQUESTED_BATCH_SIZE}: invalid value "
+                           f"{value!r}: expected a positive whole number (an int), or 0, None "
+                           f"or \"\" for \"the device decides\"")
     with _Context() as ctx:
         out = c_uint64()
         ctx.check(lib.batchfit_parse_requested_size(
@@ -298,14 +323,17 @@ def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Opti
             opts.margin_fraction = 0.0
 
 
-def _count(value: Optional[int], what: str, allow_none: bool = True) -> int:
+def _count(value: Optional[int], what: str, allow_none: bool = True, least: int = 0) -> int:
+    """A count for the library; None (where allowed) is 0, "not given". ``least`` is 1 where
+    the CLI's flag refuses 0 (--min, --samples, --estimate), which the library would read as
+    "not given"."""
     if value is None and allow_none:
         return 0
     try:
         n = None if isinstance(value, (bool, float)) else operator.index(value)  # numpy ints too
     except TypeError:
         n = None
-    if n is None or n < 0:
+    if n is None or n < least:
         raise error_for(1, f"{what}: expected a positive whole number, got {value!r}")
     if n >= 2**63:
         raise error_for(1, f"{what}: {n} is too large (at most {2**63 - 1})")
@@ -335,8 +363,8 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     opts = _lib.Options()
     lib.batchfit_options_init(byref(opts))
     opts.requested_max = _count(max_batch_size, "max_batch_size")
-    opts.min_batch = _count(minimum, "minimum")
-    opts.samples = _count(sample_count, "sample_count")
+    opts.min_batch = _count(minimum, "minimum", least=1)
+    opts.samples = _count(sample_count, "sample_count", least=1)
     if isinstance(lattice, int) and not isinstance(lattice, bool):
         if lattice < 1:
             raise error_for(1, f"lattice: a multiple must be positive, got {lattice}")
@@ -380,8 +408,14 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
         if not 0.0 <= spread < 0.5:
             raise error_for(1, f"peak_spread: expected a fraction in [0, 0.5), got {peak_spread}")
         opts.peak_spread = float(spread)
-    opts.first_guess = _count(estimate, "estimate")
+    opts.first_guess = _count(estimate, "estimate", least=1)
     opts.cache = 1 if cache else 0
+    if cache_key is not None:
+        # As --cache-key '' is refused: an empty key names no model.
+        if not isinstance(cache_key, str) or not cache_key:
+            raise error_for(1, f"cache_key: expected a non-empty string naming the model, got "
+                               f"{cache_key!r}")
+        _no_nul(cache_key, "cache_key")
     opts.cache_key = keep(cache_key)
     opts.cache_dir = keep(cache_dir)
     if no_device not in ("fallback", "error"):
@@ -500,9 +534,16 @@ class _StepCall:
             peak = self._user(self.step.run, int(batch))
             if torch is not None:
                 torch.cuda.synchronize(index)
-                rep.peak_known, rep.peak_bytes = 1, int(torch.cuda.max_memory_reserved(index))
-            elif isinstance(peak, PeakBytes) and 0 <= peak < 2**64:
+            if isinstance(peak, PeakBytes):
+                # The step's own measurement wins over torch's, as the library's step report
+                # wins over the device's (and as the README says of PeakBytes): on CUDA it was
+                # always replaced by max_memory_reserved(), which misses what the step's own
+                # allocator or another library took. One past 2^64 - 1 (made without
+                # PeakBytes' check) is an error, never dropped for another measurement.
+                _check_peak(int(peak))
                 rep.peak_known, rep.peak_bytes = 1, int(peak)
+            elif torch is not None:
+                rep.peak_known, rep.peak_bytes = 1, int(torch.cuda.max_memory_reserved(index))
             return _lib.FITS
         except BaseException as exc:
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
@@ -766,13 +807,73 @@ def probe_batch_size(run_batch: Callable[[int], Any], **kwargs: Any) -> Result:
     return measure_batch_size(lambda: _CallableStep(run_batch), **kwargs)
 
 
-def _argv_array(items: Sequence[str], keep: _Keep) -> Any:
+def _argv_array(items: Sequence[bytes], keep: _Keep) -> Any:
     arr = (c_char_p * (len(items) + 1))()
     for i, item in enumerate(items):
-        arr[i] = keep(str(item))
+        keep.items.append(item)
+        arr[i] = item
     arr[len(items)] = None
     keep.items.append(arr)
     return arr
+
+
+def _command_args(argv: Any) -> List[bytes]:
+    """The command's arguments as the C strings execve gets: str, bytes or os.PathLike (as
+    subprocess takes them, encoded with os.fsencode); anything else is a TypeError (None ran
+    a command named "None"), a NUL byte is refused (it cut "a\\0b" to "a")."""
+    if isinstance(argv, (str, bytes, os.PathLike)) or not argv:
+        raise error_for(1, f"argv: expected a non-empty list of arguments, got {argv!r}")
+    args = []
+    for i, item in enumerate(argv):
+        if not isinstance(item, (str, bytes, os.PathLike)):
+            raise TypeError(f"argv[{i}]: expected str, bytes or os.PathLike, got {item!r} "
+                            f"({type(item).__name__})")
+        arg = os.fsencode(item)
+        _no_nul(arg, f"argv[{i}]", item)
+        args.append(arg)
+    if not args:
+        raise error_for(1, f"argv: expected a non-empty list of arguments, got {argv!r}")
+    return args
+
+
+def _oom_patterns(patterns: Union[str, bytes, Sequence[Union[str, bytes]], None]) -> List[bytes]:
+    """The extra out-of-memory patterns (regular expressions). One str is one pattern (it was
+    read one character a pattern, and " " made every trial out of memory); an empty one is
+    refused, as --oom-pattern '' is: it matches every line."""
+    if patterns is None:
+        return []
+    if isinstance(patterns, (str, bytes)):
+        patterns = [patterns]
+    try:
+        items = list(patterns)
+    except TypeError:
+        raise TypeError(f"oom_patterns: expected a regular expression or a list of them, got "
+                        f"{patterns!r}") from None
+    out = []
+    for i, pattern in enumerate(items):
+        what = "oom_patterns" if len(items) == 1 else f"oom_patterns[{i}]"
+        if not isinstance(pattern, (str, bytes)):
+            raise TypeError(f"{what}: expected a regular expression (str), got {pattern!r} "
+                            f"({type(pattern).__name__})")
+        if not pattern:
+            raise error_for(1, f"{what}: the pattern {pattern!r} is empty: it matches every "
+                               "line, and every trial would be out of memory")
+        _no_nul(pattern, what)
+        out.append(pattern.encode() if isinstance(pattern, str) else bytes(pattern))
+    return out
+
+
+def _seconds(value: Any, what: str, most: float, none: str) -> float:
+    """A positive, finite number of seconds, at most ``most`` (what the CLI's --timeout and
+    --sample-interval take); ``none`` says what None means."""
+    try:
+        seconds = None if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None or not math.isfinite(seconds) or not 0.0 < seconds <= most:
+        raise error_for(1, f"{what}: invalid value {value!r}: expected a positive number of "
+                           f"seconds, at most {most:g} (None: {none})")
+    return seconds
 
 
 class _SigintToLibrary:
@@ -799,7 +900,8 @@ class _SigintToLibrary:
 
 def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
                   enforce: bool = False, crash_is_oom: bool = False, watchdog: bool = True,
-                  oom_patterns: Sequence[str] = (), show_output: bool = False,
+                  oom_patterns: Union[str, Sequence[str], None] = (),
+                  show_output: bool = False,
                   cgroups: bool = True, sample_interval: Optional[float] = None,
                   max_batch_size: Optional[int] = None, minimum: int = 1,
                   sample_count: Optional[int] = None, margin: Union[float, str, int, None] = None,
@@ -812,9 +914,18 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
     """The library's command probe (``batchfit probe -- COMMAND``): runs ``argv`` once per
     trial in its own process, with ``{batch}`` in any argument replaced by the batch size and
     ``BATCHFIT_BATCH_SIZE`` in its environment. Ctrl-C stops it (KeyboardInterrupt, after every
-    trial process is gone). Other keywords are ``measure_batch_size``'s."""
-    if isinstance(argv, (str, bytes)) or not argv:
-        raise error_for(1, "argv: expected a non-empty list of arguments")
+    trial process is gone). ``argv``'s items are str, bytes or os.PathLike, as subprocess takes
+    them. ``timeout`` (seconds per trial, None: none) and ``sample_interval`` (seconds between
+    memory samples, None: 0.02) are positive numbers, at most 1e9 and 1e6. ``oom_patterns`` is
+    a regular expression or a list of them (never empty), each one more out-of-memory signature
+    as ``--oom-pattern``. Other keywords are ``measure_batch_size``'s."""
+    args = _command_args(argv)
+    patterns = _oom_patterns(oom_patterns)
+    # Checked here, each named by its own argument: the library's refusal names its fields
+    # all at once (sample_interval, timeout_seconds, kill_grace_seconds).
+    seconds = None if timeout is None else _seconds(timeout, "timeout", 1e9, "no timeout")
+    interval = None if sample_interval is None else _seconds(sample_interval,
+                                                             "sample_interval", 1e6, "0.02")
     keep = _Keep()
     with _Context() as ctx:
         opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
@@ -825,16 +936,16 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
                         no_device=no_device)
         copts = _lib.CommandOptions()
         lib.batchfit_command_options_init(byref(copts))
-        copts.argv = _argv_array(list(argv), keep)
-        if timeout is not None:
-            copts.timeout_seconds = float(timeout)
+        copts.argv = _argv_array(args, keep)
+        if seconds is not None:
+            copts.timeout_seconds = seconds
         copts.watchdog, copts.enforce = int(watchdog), int(enforce)
         copts.crash_is_oom, copts.show_output = int(crash_is_oom), int(show_output)
         copts.cgroups = 0 if cgroups else 1
-        if sample_interval is not None:
-            copts.sample_interval = float(sample_interval)
-        if oom_patterns:
-            copts.oom_patterns = _argv_array(list(oom_patterns), keep)
+        if interval is not None:
+            copts.sample_interval = interval
+        if patterns:
+            copts.oom_patterns = _argv_array(patterns, keep)
         if opts.vram_limit_bytes:
             copts.vram_limit_text = keep(str(vram_limit_gb) if vram_limit_gb is not None
                                          else None)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
@@ -80,6 +81,10 @@ class Result:
         """The probe as a self-contained SVG (drawn by the library); written to ``path`` when
         given. Returns the SVG text."""
         from ._core import result_svg
+        from ._errors import error_for
+        if path is not None and not os.fspath(path):
+            # As the CLI's --plot '': Path("") is ".", and writing it raised IsADirectoryError.
+            raise error_for(1, f"plot: path {path!r}: an empty path names no file")
         svg = result_svg(self._json)
         if path is not None:
             Path(path).write_text(svg, encoding="utf-8")

@@ -334,17 +334,44 @@ def test_sizes_and_margins_say_what_they_mean():
     (None, None), ({}, None), ({"max_batch_size": None}, None), ({"max_batch_size": ""}, None),
     ({"max_batch_size": 0}, None), ({"max_batch_size": "0"}, None),
     ({"max_batch_size": 32}, 32), ({"max_batch_size": " 48 "}, 48),
-    ({"max_batch_size": 16.0}, 16), ({"batch_size": 64}, None),
+    ({"batch_size": 64}, None),
     ({"batch_size": 64, "max_batch_size": 8}, 8),
 ])
 def test_requested_batch_size(hp, expected):
     assert batchfit.requested_batch_size(hp) == expected
 
 
-@pytest.mark.parametrize("bad", [-1, "-3", "abc", 2.5, True, "1e3x"])
+@pytest.mark.parametrize("bad", [-1, "-3", "abc", 2.5, True, "1e3x",
+                                 # As the CLI's --hyperparameters refuses 8.0, 0.0 and true
+                                 # (8.0 gave 8, 0.0 None).
+                                 8.0, 16.0, 0.0, False, "8.0"])
 def test_requested_batch_size_rejects_bad_values(bad):
-    with pytest.raises(batchfit.InvalidArgument, match="max_batch_size"):
+    with pytest.raises(batchfit.InvalidArgument, match="max_batch_size: invalid value"):
         batchfit.requested_batch_size({"max_batch_size": bad})
+
+
+@pytest.mark.parametrize("bad", ["x", "hp.json", 8, ["max_batch_size", 8], ""])
+def test_requested_batch_size_wants_a_mapping(bad):
+    # "x" raised a bare AttributeError ('str' object has no attribute 'get').
+    with pytest.raises(TypeError, match="hyperparameters: expected a mapping"):
+        batchfit.requested_batch_size(bad)
+
+
+def test_counts_and_keys_the_cli_refuses_are_refused(tmp_path):
+    # minimum=0 ran as minimum 1 (the library reads 0 as "not given"); the CLI refuses
+    # --min 0, --samples 0 and --estimate 0, and Python refused -3 as not a positive number.
+    for name in ("minimum", "sample_count", "estimate"):
+        with pytest.raises(batchfit.InvalidArgument,
+                           match=f"^{name}: expected a positive whole number, got 0$"):
+            probe(lambda: LinearStep(), **{name: 0})
+    with pytest.raises(batchfit.InvalidArgument, match="^minimum: .* got 0$"):
+        batchfit.probe_command(["true"], device="host", minimum=0)
+    assert probe(lambda: LinearStep(), minimum=1, sample_count=50, estimate=20).batch_size == 50
+    # As --cache-key '': an empty key names no model (it was accepted).
+    for key in ("", "a\0b", 7):
+        with pytest.raises(batchfit.InvalidArgument, match="^cache_key: "):
+            probe(lambda: LinearStep(), cache=True, cache_key=key, cache_dir=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_vram_flag_matches_the_cli(monkeypatch):
@@ -482,6 +509,66 @@ def test_probe_command_bug_is_a_trial_error():
     assert info.value.exit_status == 4 and info.value.result.trials[0].outcome == "error"
 
 
+def test_oom_patterns_take_one_string_as_one_pattern_and_refuse_an_empty_one():
+    # A str was read one character a pattern: its " " matched "Starting epoch 3", and every
+    # trial was out of memory (MinimumDoesNotFit).
+    command = ["sh", "-c", "echo Starting epoch {batch}"]
+    kw = dict(device="host", memory_budget="200MiB", max_batch_size=8, cgroups=False)
+    result = batchfit.probe_command(command, oom_patterns="CUDA out of memory", **kw)
+    assert result.batch_size == 8 and all(t.outcome == "fits" for t in result.trials)
+    # It is one pattern, and it is used: past epoch 5 the command "runs out of memory".
+    for patterns in ("epoch [6-9]$", b"epoch [6-9]$", ["epoch [6-9]$"]):
+        assert batchfit.probe_command(command, oom_patterns=patterns, **kw).batch_size == 5
+    # "" matches every line: refused, as --oom-pattern '' is ("" as the argument ran with
+    # no pattern at all).
+    for patterns in ("", [""], ["CUDA out of memory", ""]):
+        with pytest.raises(batchfit.InvalidArgument, match=r"^oom_patterns(\[1\])?: the "
+                                                           r"pattern '' is empty"):
+            batchfit.probe_command(command, oom_patterns=patterns, **kw)
+    with pytest.raises(batchfit.InvalidArgument, match="^oom_patterns: .*NUL byte"):
+        batchfit.probe_command(command, oom_patterns="out of\0 memory", **kw)
+    with pytest.raises(TypeError, match=r"^oom_patterns\[1\]: .*None"):
+        batchfit.probe_command(command, oom_patterns=["out of memory", None], **kw)
+
+
+def test_probe_command_arguments_are_str_bytes_or_paths():
+    kw = dict(device="host", memory_budget="200MiB", max_batch_size=4, cgroups=False)
+    # "a\0b" reached the command as "a", and this one fitted.
+    with pytest.raises(ValueError, match=r"^argv\[3\]: 'a\\x00b' holds a NUL byte"):
+        batchfit.probe_command(["sh", "-c", 'test "$0" = a', "a\0b"], **kw)
+    with pytest.raises(ValueError, match=r"^argv\[0\]: .*NUL byte"):
+        batchfit.probe_command([b"sh\0", "-c", "true"], **kw)
+    # None ran as "None" ("command not found or not executable: None"), 3 as "3".
+    for bad in ([None, "x"], ["echo", "x", 3]):
+        with pytest.raises(TypeError, match=r"^argv\[\d\]: expected str, bytes or os.PathLike"):
+            batchfit.probe_command(bad, **kw)
+    with pytest.raises(batchfit.InvalidArgument, match="^argv: expected a non-empty list"):
+        batchfit.probe_command(iter([]), **kw)
+    # bytes and os.PathLike as subprocess takes them (b"-c" ran as "b'-c'").
+    sh = shutil.which("sh")
+    result = batchfit.probe_command([Path(sh), b"-c", "test {batch} -le 4"], **kw)
+    assert result.batch_size == 4 and result.data["command"][:2] == [sh, "-c"]
+
+
+@pytest.mark.parametrize("name, value", [
+    ("timeout", -1), ("timeout", 0), ("timeout", float("nan")), ("timeout", float("inf")),
+    ("timeout", 2e9), ("timeout", True), ("timeout", "soon"),
+    ("sample_interval", 0), ("sample_interval", -0.02), ("sample_interval", 1e7),
+])
+def test_probe_command_names_the_bad_duration(name, value):
+    # timeout=-1 was refused as "sample_interval (0.02 s) must be in (0, 1e6], timeout_seconds
+    # (-1) in [0, 1e9] and kill_grace_seconds (2) ...": three fields, two of them not given.
+    with pytest.raises(batchfit.InvalidArgument) as info:
+        batchfit.probe_command(["true"], device="host", memory_budget="200MiB",
+                               **{name: value})
+    message = str(info.value)
+    most = "1e+09" if name == "timeout" else "1e+06"
+    assert message.startswith(f"{name}: invalid value {value!r}: expected a positive number "
+                              f"of seconds, at most {most}"), message
+    assert "kill_grace" not in message and "timeout_seconds" not in message
+    assert ("sample_interval" in message) == (name == "sample_interval")
+
+
 def _svg_ok(path):
     subprocess.run(["xmllint", "--noout", str(path)], check=True)
     return Path(path).read_text()
@@ -497,6 +584,16 @@ def test_plot_draws_every_kind_of_trial(tmp_path):
     for i, t in enumerate(result.trials, 1):
         assert f"trial {i}: batch {t.batch} " in svg
     assert "out of memory" in svg and "MiB" in svg
+
+
+def test_plot_refuses_an_empty_path(tmp_path, monkeypatch):
+    # Path("") is ".": it raised IsADirectoryError: '.'.
+    result = probe(lambda: LinearStep())
+    monkeypatch.chdir(tmp_path)
+    for path in ("", b""):
+        with pytest.raises(batchfit.InvalidArgument, match="an empty path names no file"):
+            result.plot(path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_host_oom_message_is_not_what_the_trial_needed():
@@ -619,6 +716,69 @@ def test_only_peak_bytes_is_a_peak():
     with pytest.raises(ValueError):
         batchfit.PeakBytes(-1)
     assert batchfit.PeakBytes(7) == 7
+
+
+def test_a_peak_past_64_bits_is_an_error_not_dropped():
+    # PeakBytes(2**70) was dropped, and the trial measured some other way (here: not at all).
+    class Huge(LinearStep):
+        def run(self, batch):
+            super().run(batch)
+            return batchfit.PeakBytes(2**70)
+
+    with pytest.raises(ValueError, match=r"^PeakBytes: 1180591620717411303424 bytes is too "
+                                         r"large \(at most 18446744073709551615\)"):
+        probe(lambda: Huge())
+    for n in (2**64, 10**30):
+        with pytest.raises(ValueError, match="too large"):
+            batchfit.PeakBytes(n)
+    assert batchfit.PeakBytes(2**64 - 1) == 2**64 - 1
+
+
+class _FakeTorch:
+    """What _StepCall.run asks of torch on a CUDA device: max_memory_reserved() is 123."""
+
+    class cuda:
+        @staticmethod
+        def reset_peak_memory_stats(index):
+            pass
+
+        @staticmethod
+        def synchronize(index):
+            pass
+
+        @staticmethod
+        def max_memory_reserved(index):
+            return 123
+
+
+def test_peak_bytes_wins_over_torch_on_cuda():
+    # On CUDA a step's PeakBytes was always replaced by torch.cuda.max_memory_reserved();
+    # the library's step report says the step's own measurement wins, as on the host.
+    import ctypes
+    from batchfit import _lib
+    from batchfit._core import _StepCall
+
+    class Returns:
+        def __init__(self, value):
+            self.value = value
+
+        def run(self, batch):
+            return self.value
+
+    for returned, expected in ((batchfit.PeakBytes(5 * MIB), 5 * MIB), (7, 123), (None, 123)):
+        call = _StepCall(lambda: None)
+        call.torch, call.cuda_index, call.step = _FakeTorch, 0, Returns(returned)
+        report = _lib.StepReport()
+        assert call.run(None, 4, ctypes.pointer(report)) == _lib.FITS
+        assert (report.peak_known, report.peak_bytes) == (1, expected), returned
+    # One past 2^64 - 1 that slipped past PeakBytes' check is an error, not torch's reading.
+    call = _StepCall(lambda: None)
+    call.torch, call.cuda_index = _FakeTorch, 0
+    call.step = Returns(int.__new__(batchfit.PeakBytes, 2**70))
+    report = _lib.StepReport()
+    assert call.run(None, 4, ctypes.pointer(report)) == _lib.ERROR
+    assert isinstance(call.exception, ValueError) and "too large" in str(call.exception)
+    assert not report.peak_known
 
 
 def test_counts_take_numpy_integers_and_refuse_64_bit_overflow():
