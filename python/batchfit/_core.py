@@ -176,8 +176,10 @@ class _Context:
         self.close()
 
 
-def _text(value: Any) -> bytes:
-    return str(value).encode()
+def _text(value: Any, what: str = "a string argument") -> bytes:
+    b = str(value).encode()
+    _no_nul(b, what, value)
+    return b
 
 
 def _no_nul(text: Union[str, bytes], what: str, given: Any = None) -> None:
@@ -203,7 +205,7 @@ def parse_size(text: Size, what: str = "size") -> int:
         return text
     with _Context() as ctx:
         out = c_uint64()
-        ctx.check(lib.batchfit_parse_size(ctx.ptr, _text(text), what.encode(), byref(out)))
+        ctx.check(lib.batchfit_parse_size(ctx.ptr, _text(text, what), what.encode(), byref(out)))
         return out.value
 
 
@@ -232,7 +234,7 @@ def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Option
     with _Context() as ctx:
         out = c_uint64()
         ctx.check(lib.batchfit_parse_requested_size(
-            ctx.ptr, _text(value), f"hyperparameters {REQUESTED_BATCH_SIZE}".encode(),
+            ctx.ptr, _text(value, f"hyperparameters {REQUESTED_BATCH_SIZE}"), f"hyperparameters {REQUESTED_BATCH_SIZE}".encode(),
             byref(out)))
         return out.value or None
 
@@ -254,7 +256,7 @@ def resolve_vram_limit(explicit: Union[str, float, None] = None, *,
         out = c_uint64()
         source = c_char_p()
         ctx.check(lib.batchfit_resolve_vram_limit(
-            ctx.ptr, None if explicit is None else _text(explicit), name.encode(), byref(out),
+            ctx.ptr, None if explicit is None else _text(explicit, name), name.encode(), byref(out),
             byref(source)))
         return out.value, (source.value or b"none").decode()
 
@@ -310,7 +312,7 @@ def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Opti
         opts.margin_fraction, opts.margin_bytes = margin, 0
     elif isinstance(margin, str) and margin.strip().endswith("%"):
         frac = c_double()
-        ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(margin), b"margin", byref(frac)))
+        ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(margin, "margin"), b"margin", byref(frac)))
         if frac.value >= 1.0:
             raise error_for(1, "margin: a margin of 100% leaves nothing to probe")
         opts.margin_fraction, opts.margin_bytes = frac.value, 0
@@ -346,10 +348,11 @@ class _Keep:
     def __init__(self) -> None:
         self.items: List[Any] = []
 
-    def __call__(self, value: Optional[str]) -> Optional[bytes]:
+    def __call__(self, value: Optional[str], what: str = "a string argument") -> Optional[bytes]:
         if value is None:
             return None
         b = value.encode()
+        _no_nul(b, what, value)
         self.items.append(b)
         return b
 
@@ -388,7 +391,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
             raise error_for(1, f"memory_budget: {memory_budget!r} has no unit and would be {n} "
                                f"bytes; give a unit (\"{n}MiB\", \"{n}GiB\"), or \"{n}B\" for bytes")
     value = c_int()
-    ctx.check(lib.batchfit_parse_strategy(ctx.ptr, _text(strategy), b"strategy", byref(value)))
+    ctx.check(lib.batchfit_parse_strategy(ctx.ptr, _text(strategy, "strategy"), b"strategy", byref(value)))
     opts.strategy = value.value
     if max_trials is not None:
         opts.max_trials = _count(max_trials, "max_trials", allow_none=False)
@@ -399,7 +402,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
         spread = peak_spread
         if isinstance(spread, str) and spread.strip().endswith("%"):
             frac = c_double()
-            ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(spread), b"peak_spread",
+            ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(spread, "peak_spread"), b"peak_spread",
                                                  byref(frac)))
             spread = frac.value
         if isinstance(spread, bool) or not isinstance(spread, (int, float)):
@@ -417,7 +420,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
                                f"{cache_key!r}")
         _no_nul(cache_key, "cache_key")
     opts.cache_key = keep(cache_key)
-    opts.cache_dir = keep(cache_dir)
+    opts.cache_dir = keep(cache_dir, "cache_dir")
     if no_device not in ("fallback", "error"):
         raise error_for(1, f"no_device: expected \"fallback\" or \"error\", got {no_device!r}")
     opts.no_device = 0 if no_device == "fallback" else 1
@@ -690,7 +693,7 @@ def _raise_step_exception(exc: BaseException, result: Optional[Result]) -> None:
 
 def _open_device(ctx: _Context, spec: str) -> c_void_p:
     dev = c_void_p()
-    rc = lib.batchfit_device_open(ctx.ptr, _text(spec), byref(dev))
+    rc = lib.batchfit_device_open(ctx.ptr, _text(spec, "device"), byref(dev))
     if rc != 0:
         raise error_for(rc, f"device: {ctx.error()}")
     return dev
@@ -752,7 +755,7 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
                             cache=cache, cache_dir=cache_dir, no_device=no_device)
             step = _lib.Step()
             step.struct_size = ctypes.sizeof(step)
-            step.name = keep(None if label is None else str(label))
+            step.name = keep(None if label is None else str(label), "name")
             step.min_batch = 0
             # The callbacks live exactly as long as this frame's call into the library.
             step.build = _lib.BUILD_FN(call.build)

@@ -551,6 +551,18 @@ def test_probe_command_arguments_are_str_bytes_or_paths():
 
 
 @pytest.mark.parametrize("name, value", [
+    ("device", "host\0sim:capacity=1GiB"), ("memory_budget", "200MiB\0x"),
+    ("strategy", "model\0x"), ("cache_dir", "/tmp\0x"), ("margin", "5%\0x"),
+])
+def test_string_arguments_with_a_nul_byte_are_refused(name, value):
+    # C reads up to the first NUL: "host\0sim:..." ran on the host, the rest dropped unsaid.
+    kw = dict(device="host", memory_budget="200MiB", max_batch_size=4, cgroups=False)
+    kw[name] = value
+    with pytest.raises(ValueError, match=r"^" + name + r": .*holds a NUL byte"):
+        batchfit.probe_command(["true"], **kw)
+
+
+@pytest.mark.parametrize("name, value", [
     ("timeout", -1), ("timeout", 0), ("timeout", float("nan")), ("timeout", float("inf")),
     ("timeout", 2e9), ("timeout", True), ("timeout", "soon"),
     ("sample_interval", 0), ("sample_interval", -0.02), ("sample_interval", 1e7),
