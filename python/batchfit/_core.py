@@ -902,7 +902,8 @@ class _SigintToLibrary:
 
 
 def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
-                  enforce: bool = False, crash_is_oom: bool = False, watchdog: bool = True,
+                  enforce: bool = False, enforce_address_space: bool = False,
+                  crash_is_oom: bool = False, watchdog: bool = True,
                   oom_patterns: Union[str, Sequence[str], None] = (),
                   show_output: bool = False,
                   cgroups: bool = True, sample_interval: Optional[float] = None,
@@ -921,11 +922,16 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
     them. ``timeout`` (seconds per trial, None: none) and ``sample_interval`` (seconds between
     memory samples, None: 0.02) are positive numbers, at most 1e9 and 1e6. ``oom_patterns`` is
     a regular expression or a list of them (never empty), each one more out-of-memory signature
-    as ``--oom-pattern``. Other keywords are ``measure_batch_size``'s."""
+    as ``--oom-pattern``. ``enforce`` and ``enforce_address_space`` are ``--enforce`` and
+    ``--enforce-address-space``; ``crash_is_oom`` (``--crash-is-oom``) needs one of them. Other
+    keywords are ``measure_batch_size``'s."""
     args = _command_args(argv)
     patterns = _oom_patterns(oom_patterns)
-    # Checked here, each named by its own argument: the library's refusal names its fields
-    # all at once (sample_interval, timeout_seconds, kill_grace_seconds).
+    # Checked here, each named by its own Python argument (the library's refusal names its C
+    # field, timeout_seconds).
+    if crash_is_oom and not (enforce or enforce_address_space):
+        raise error_for(1, "crash_is_oom: it counts a crash near the cap enforce or "
+                           "enforce_address_space sets as out of memory; neither is set")
     seconds = None if timeout is None else _seconds(timeout, "timeout", 1e9, "no timeout")
     interval = None if sample_interval is None else _seconds(sample_interval,
                                                              "sample_interval", 1e6, "0.02")
@@ -943,6 +949,7 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
         if seconds is not None:
             copts.timeout_seconds = seconds
         copts.watchdog, copts.enforce = int(watchdog), int(enforce)
+        copts.enforce_address_space = int(enforce_address_space)
         copts.crash_is_oom, copts.show_output = int(crash_is_oom), int(show_output)
         copts.cgroups = 0 if cgroups else 1
         if interval is not None:

@@ -905,3 +905,13 @@ def test_ctrl_c_in_a_log_handler_stops_the_probe():
         logger.removeHandler(handler)
         logger.setLevel(level)
     assert steps and steps[0].released and len(steps[0].runs) <= 3
+
+
+def test_crash_is_oom_needs_a_cap():
+    # As --crash-is-oom without --enforce or --enforce-address-space: no cap to crash near.
+    kw = dict(device="host", memory_budget="200MiB", max_batch_size=4, cgroups=False)
+    with pytest.raises(batchfit.InvalidArgument, match=r"^crash_is_oom: .*neither is set"):
+        batchfit.probe_command(["true"], crash_is_oom=True, **kw)
+    # Under the virtual-memory cap a program that fits runs as before.
+    result = batchfit.probe_command(["true"], crash_is_oom=True, enforce_address_space=True, **kw)
+    assert result.batch_size == 4
