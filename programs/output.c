@@ -69,6 +69,8 @@ static int try_create_beside(const char *resolved)
         errno = ENAMETOOLONG;
         return -1;
     }
+    /* As replace() does: a leftover of that name (a pid reused) goes first. */
+    unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
