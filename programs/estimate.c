@@ -20,7 +20,7 @@ static void help(FILE *f)
             "                          a transformer's shape, for its activations\n"
             "  --device-memory SIZE    the memory to fit into\n"
             "  --device SPEC           or a device's total memory (host, cuda:N, sim:...)\n"
-            "  --margin PCT            held back (default 5%%)\n"
+            "  --margin SIZE|PCT       held back (default 5%%)\n"
             "  --json                  machine-readable output\n\n"
             "Exit status: 0 a prediction, 2 bad input, 3 the model state (or batch 1) does not\n"
             "fit the memory given, 5 no usable --device.\n");
@@ -70,7 +70,7 @@ static int check_size(const char *flag, const char *text, uint64_t bytes, const 
 
 /* Returns -1 to go on, or an exit code. */
 static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimate_input *out,
-                      const char **device_out, int *json_out)
+                      const char **device_out, int *json_out, uint64_t *margin_bytes_out)
 {
     batchfit_estimate_input in = *out;
     const char *device = NULL;
@@ -126,10 +126,22 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
         } else if (strcmp(a, "--device") == 0) {
             device = v;
         } else if (strcmp(a, "--margin") == 0) {
-            if (batchfit_parse_percent(ctx, v, "--margin", &in.margin_fraction))
-                return bad(batchfit_ctx_last_error(ctx));
-            if (in.margin_fraction >= 1.0)
-                return bad("--margin: a margin of 100% leaves nothing");
+            /* A share, or a size held back as probe's --margin takes it. */
+            size_t len = strlen(v);
+            *margin_bytes_out = 0;
+            if (len && v[len - 1] == '%') {
+                if (batchfit_parse_percent(ctx, v, "--margin", &in.margin_fraction))
+                    return bad(batchfit_ctx_last_error(ctx));
+                if (in.margin_fraction >= 1.0)
+                    return bad("--margin: a margin of 100% leaves nothing");
+            } else {
+                if (batchfit_parse_size(ctx, v, "--margin", margin_bytes_out))
+                    return bad(batchfit_ctx_last_error(ctx));
+                char msg[256];
+                if (cli_bare_small_size("--margin", v, *margin_bytes_out, 1, msg, sizeof msg))
+                    return bad(msg);
+                in.margin_fraction = 0.0;
+            }
         }
         if (rc)
             return rc;
@@ -150,7 +162,8 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
     return -1;
 }
 
-static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device, int json)
+static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device, int json,
+               uint64_t margin_bytes)
 {
     if (device && !in.device_bytes) {
         batchfit_device *d = NULL;
@@ -169,6 +182,19 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
         }
         in.device_bytes = total;
         batchfit_device_free(d);
+    }
+    /* A margin given as a size is that share of the memory to fit into. */
+    if (margin_bytes && in.device_bytes) {
+        if (margin_bytes >= in.device_bytes) {
+            char margin[32], total[32], msg[160];
+            batchfit_format_bytes((double)margin_bytes, margin, sizeof margin);
+            batchfit_format_bytes((double)in.device_bytes, total, sizeof total);
+            snprintf(msg, sizeof msg, "--margin: a margin of %s leaves nothing of the %s to fit "
+                                      "into",
+                     margin, total);
+            return bad(msg);
+        }
+        in.margin_fraction = (double)margin_bytes / (double)in.device_bytes;
     }
     /* Without activations the model state is still worth knowing: it is
      * what no batch size can shrink. The batch needs the activations. */
@@ -250,9 +276,10 @@ int cli_estimate(int argc, char **argv)
     batchfit_estimate_input_init(&in);
     const char *device = NULL;
     int json = 0;
-    int rc = parse_args(ctx, argc, argv, &in, &device, &json);
+    uint64_t margin_bytes = 0;
+    int rc = parse_args(ctx, argc, argv, &in, &device, &json, &margin_bytes);
     if (rc < 0)
-        rc = run(ctx, in, device, json);
+        rc = run(ctx, in, device, json, margin_bytes);
     batchfit_ctx_free(ctx);
     return rc;
 }

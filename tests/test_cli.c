@@ -2176,6 +2176,15 @@ TEST(cli_refuses_what_would_mislead)
         CHECK_EQ(cli(&r, refused[i].args, NULL), 2);
         CHECK_CONTAINS(r.err, refused[i].message);
     }
+    /* estimate's --margin takes a size as probe's does: 8 GiB less 2 GiB exactly. */
+    const char *sized[] = {"estimate", "--params", "124M", "--activation-bytes", "100MiB",
+                           "--device-memory", "8GiB", "--margin", "2GiB", "--json", NULL};
+    CHECK_EQ(cli(&r, sized, NULL), 0);
+    CHECK_CONTAINS(r.out, "\"budget_bytes\": 6442450944");
+    const char *swallowed[] = {"estimate", "--params", "124M", "--device-memory", "8GiB",
+                               "--margin", "8GiB", NULL};
+    CHECK_EQ(cli(&r, swallowed, NULL), 2);
+    CHECK_CONTAINS(r.err, "--margin: a margin of 8.00 GiB leaves nothing of the 8.00 GiB");
     /* A jump may repeat; --crash-is-oom with a cap is taken. */
     const char *jumps[] = {"probe", "--device", "sim:capacity=16GiB,per_sample=1GiB,jump=3:1GiB,jump=5:1GiB",
                            "--no-cache", NULL};
