@@ -792,13 +792,17 @@ typedef struct batchfit_command_options {
                                     (default 1) */
     int enforce;                 /* a hard cap at the budget: the cgroup's limit, else the
                                     group is stopped when its resident memory passes it */
-    int crash_is_oom;            /* count a crash under enforce near the cap as out of memory */
+    int crash_is_oom;            /* count a crash near the cap of enforce (its peak within 10%
+                                    of it) or under enforce_address_space (SIGSEGV, SIGABRT,
+                                    SIGBUS) as out of memory; BATCHFIT_E_INVALID_ARGUMENT
+                                    without either */
     double sample_interval;      /* seconds between memory samples (default 0.02) */
     int show_output;             /* copy the child's output to our stderr */
     batchfit_cgroups cgroups;
     /* More out-of-memory signatures (POSIX extended regular expressions
      * matched against each output line), NULL-terminated; NULL = none. A
-     * pattern that does not compile is BATCHFIT_E_PARSE before any trial. */
+     * pattern that does not compile, or that matches an empty line, is
+     * BATCHFIT_E_PARSE before any trial. */
     const char *const *oom_patterns;
     /* Passed on as VRAM_LIMIT_GB, the user's own text (NULL: written from
      * opts->vram_limit_bytes when a limit is set). */

@@ -178,12 +178,14 @@ int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex)
                               "--oom-pattern: invalid regular expression \"%s\": %s", regex, why);
     }
     /* A pattern that matches an empty line matches every line ("", "x*",
-     * "^"): every trial that printed anything would read as out of memory. */
+     * "^": every trial that printed anything would read as out of memory), or
+     * at least every blank line ("^$"), which progress output is full of. */
     if (regexec(&table->compiled[table->count], "", 0, NULL, 0) == 0) {
         regfree(&table->compiled[table->count]);
         return batchfit__fail(table->ctx, BATCHFIT_E_PARSE,
-                              "--oom-pattern: \"%s\" matches an empty line, so every line: "
-                              "give text an out-of-memory message contains",
+                              "--oom-pattern: \"%s\" matches an empty line (so every blank "
+                              "line, or every line where it is not anchored): give text an "
+                              "out-of-memory message contains",
                               regex);
     }
     snprintf(table->sources[table->count], sizeof table->sources[table->count],

@@ -477,14 +477,15 @@ int batchfit_command_check(batchfit_ctx *ctx, const char *program)
         if (!strchr(program, '/'))
             why = "not found on PATH (or not executable there)";
         else if (stat(program, &st) != 0)
-            why = "no such file";
+            why = errno == ENOENT ? "no such file" : strerror(errno);
         else if (S_ISDIR(st.st_mode))
             why = "a directory, not a program";
         else if (!S_ISREG(st.st_mode))
             why = "not a regular file";
         else
             why = "not executable (no execute permission)";
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "command %s: %s", program, why);
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "command %.300s%s: %s", program,
+                              strlen(program) > 300 ? "..." : "", why);
     }
     if (batchfit__missing_interpreter(path, interp, sizeof interp))
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,

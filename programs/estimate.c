@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,15 +187,26 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
     /* A margin given as a size is that share of the memory to fit into. */
     if (margin_bytes && in.device_bytes) {
         if (margin_bytes >= in.device_bytes) {
-            char margin[32], total[32], msg[160];
+            char margin[32], total[32], msg[200];
             batchfit_format_bytes((double)margin_bytes, margin, sizeof margin);
             batchfit_format_bytes((double)in.device_bytes, total, sizeof total);
-            snprintf(msg, sizeof msg, "--margin: a margin of %s leaves nothing of the %s to fit "
-                                      "into",
+            /* Two sizes that print alike are said in bytes. */
+            if (strcmp(margin, total) == 0) {
+                snprintf(margin, sizeof margin, "%llu bytes", (unsigned long long)margin_bytes);
+                snprintf(total, sizeof total, "%llu bytes", (unsigned long long)in.device_bytes);
+            }
+            snprintf(msg, sizeof msg, "--margin: a margin of %s leaves nothing of the %s usable",
                      margin, total);
             return bad(msg);
         }
-        in.margin_fraction = (double)margin_bytes / (double)in.device_bytes;
+        /* The library holds back device * fraction, rounded down: the
+         * fraction that gives back the very bytes asked for. */
+        double f = (double)margin_bytes / (double)in.device_bytes;
+        for (int k = 0; k < 64 && (uint64_t)((double)in.device_bytes * f) < margin_bytes; k++)
+            f = nextafter(f, 1.0);
+        for (int k = 0; k < 64 && (uint64_t)((double)in.device_bytes * f) > margin_bytes; k++)
+            f = nextafter(f, 0.0);
+        in.margin_fraction = f;
     }
     /* Without activations the model state is still worth knowing: it is
      * what no batch size can shrink. The batch needs the activations. */

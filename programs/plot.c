@@ -26,10 +26,15 @@ static char *read_all(const char *path, size_t *len)
         return NULL;
     }
     size_t cap = 65536, n = 0;
+    int read_errno = 0;
     char *buf = malloc(cap);
     while (buf) {
         n += fread(buf + n, 1, cap - n - 1, f);
-        if (ferror(f) || feof(f))
+        if (ferror(f)) {
+            read_errno = errno ? errno : EIO;
+            break;
+        }
+        if (feof(f))
             break;
         if (cap >= MAX_JSON) {
             fprintf(stderr, "batchfit plot: %s: larger than %u MiB\n", path, MAX_JSON >> 20);
@@ -51,8 +56,7 @@ static char *read_all(const char *path, size_t *len)
         fclose(f);
     if (!buf || failed) {
         if (failed)
-            fprintf(stderr, "batchfit plot: cannot read %s: %s\n", path,
-                    strerror(errno ? errno : EIO));
+            fprintf(stderr, "batchfit plot: cannot read %s: %s\n", path, strerror(read_errno));
         free(buf);
         return NULL;
     }

@@ -260,8 +260,8 @@ static const option_def options[] = {
      "also cap each trial's virtual memory at the budget (RLIMIT_AS; frameworks reserve far "
      "more address space than they use)"},
     {"--crash-is-oom", NULL, OPT_FLAG, AT(cmd.crash_is_oom), 1, NULL,
-     "with --enforce or --enforce-address-space, count a crash near the cap as out of "
-     "memory"},
+     "count a crash near the cap of --enforce or --enforce-address-space as out of memory "
+     "(refused without either)"},
     {"--no-watchdog", NULL, OPT_FLAG, AT(cmd.watchdog), 0, NULL,
      "let a trial run on after its memory passes the budget"},
     {"--sample-interval", "MS", OPT_SECONDS, AT(sample_interval_ms), 0, NULL,

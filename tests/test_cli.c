@@ -2148,7 +2148,7 @@ TEST(cli_refuses_what_would_mislead)
     } refused[] = {
         {{"probe", "--device", "host", "--memory-budget", "64MiB", "--oom-pattern", "", "--",
           "true", NULL},
-         "--oom-pattern: \"\" matches an empty line, so every line"},
+         "--oom-pattern: \"\" matches an empty line (so every blank line, or every line"},
         {{"probe", "--device", "host", "--memory-budget", "64MiB", "--oom-pattern", "x*", "--",
           "true", NULL},
          "--oom-pattern: \"x*\" matches an empty line"},
@@ -2176,16 +2176,29 @@ TEST(cli_refuses_what_would_mislead)
         CHECK_EQ(cli(&r, refused[i].args, NULL), 2);
         CHECK_CONTAINS(r.err, refused[i].message);
     }
-    /* estimate's --margin takes a size as probe's does: 8 GiB less 2 GiB exactly. */
+    /* estimate's --margin takes a size as probe's does: the memory less that size to the
+     * byte (through a fraction, 10174104003469 less 2964259079502 came out a byte over). */
     const char *sized[] = {"estimate", "--params", "124M", "--activation-bytes", "100MiB",
                            "--device-memory", "8GiB", "--margin", "2GiB", "--json", NULL};
     CHECK_EQ(cli(&r, sized, NULL), 0);
     CHECK_CONTAINS(r.out, "\"budget_bytes\": 6442450944");
+    const char *odd[] = {"estimate", "--params", "1M", "--activation-bytes", "1MiB",
+                         "--device-memory", "10174104003469B", "--margin", "2964259079502B",
+                         "--json", NULL};
+    CHECK_EQ(cli(&r, odd, NULL), 0);
+    CHECK_CONTAINS(r.out, "\"budget_bytes\": 7209844923967");
     const char *swallowed[] = {"estimate", "--params", "124M", "--device-memory", "8GiB",
-                               "--margin", "8GiB", NULL};
+                               "--margin", "8589934593B", NULL};
     CHECK_EQ(cli(&r, swallowed, NULL), 2);
-    CHECK_CONTAINS(r.err, "--margin: a margin of 8.00 GiB leaves nothing of the 8.00 GiB");
-    /* A jump may repeat; --crash-is-oom with a cap is taken. */
+    CHECK_CONTAINS(r.err, "--margin: a margin of 8589934593 bytes leaves nothing of the "
+                          "8589934592 bytes usable");
+    /* --crash-is-oom with a cap is taken. */
+    const char *capped[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--no-cache",
+                            "--max", "2", "--crash-is-oom", "--enforce-address-space", "--",
+                            "true", NULL};
+    CHECK_EQ(cli(&r, capped, NULL), 0);
+    CHECK_CONTAINS(r.out, "batch_size=2");
+    /* A jump may repeat. */
     const char *jumps[] = {"probe", "--device", "sim:capacity=16GiB,per_sample=1GiB,jump=3:1GiB,jump=5:1GiB",
                            "--no-cache", NULL};
     CHECK_EQ(cli(&r, jumps, NULL), 0);

@@ -107,6 +107,21 @@ TEST(probe_command_rejects_bad_input_before_running)
     CHECK_EQ(r->trial_count, 0);
     CHECK_EQ(batchfit_exit_status(r->status), 2);
     batchfit_result_free(r);
+    /* A pattern matching an empty line (every line, or every blank one). */
+    const char *every_line[] = {"x*", NULL};
+    c.oom_patterns = every_line;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(r->error, "\"x*\" matches an empty line");
+    CHECK_EQ(r->trial_count, 0);
+    batchfit_result_free(r);
+    c.oom_patterns = NULL;
+    /* crash_is_oom with no cap to crash near; then with one it runs. */
+    c.crash_is_oom = 1;
+    r = NULL;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "crash_is_oom");
+    batchfit_result_free(r);
+    c.crash_is_oom = 0;
     c.struct_size = sizeof c - 1;
     CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_E_INVALID_ARGUMENT);
     batchfit_device_free(host);
