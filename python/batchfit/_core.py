@@ -212,8 +212,9 @@ def parse_size(text: Size, what: str = "size") -> int:
 def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Optional[int]:
     """The requested maximum from hyperparameters: ``hyperparameters["max_batch_size"]``.
     Absent, None, ``""`` and 0 mean "the device decides" and give None; anything else must be a
-    positive whole number (``InvalidArgument`` quoting the value otherwise: a float such as
-    8.0 and True/False too, as the CLI's ``--hyperparameters`` refuses them). ``batch_size`` is
+    positive whole number (``InvalidArgument`` quoting the value otherwise, True/False and 2.5
+    too; a whole float such as 16.0, as YAML or ``type=float`` give it, is that number).
+    ``batch_size`` is
     never read: it is an output. ``hyperparameters`` that is not a mapping (a dict, or anything
     with ``get``) raises ``TypeError``."""
     if hyperparameters is None:
@@ -227,10 +228,14 @@ def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Option
     if value is None:
         return None
     if isinstance(value, (bool, float)):
-        # As --hyperparameters refuses 8.0 and true: a whole number is written as one.
-        raise error_for(9, f"hyperparameters {REQUESTED_BATCH_SIZE}: invalid value "
-                           f"{value!r}: expected a positive whole number (an int), or 0, None "
-                           f"or \"\" for \"the device decides\"")
+        # A whole float (16.0, as YAML and argparse's type=float give it) is that number;
+        # True/False and 2.5 are refused.
+        if isinstance(value, float) and value.is_integer() and value >= 0:
+            value = int(value)
+        else:
+            raise error_for(9, f"hyperparameters {REQUESTED_BATCH_SIZE}: invalid value "
+                               f"{value!r}: expected a positive whole number, or 0, None or "
+                               f"\"\" for \"the device decides\"")
     with _Context() as ctx:
         out = c_uint64()
         ctx.check(lib.batchfit_parse_requested_size(
@@ -327,8 +332,8 @@ def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Opti
 
 def _count(value: Optional[int], what: str, allow_none: bool = True, least: int = 0) -> int:
     """A count for the library; None (where allowed) is 0, "not given". ``least`` is 1 where
-    the CLI's flag refuses 0 (--min, --samples, --estimate), which the library would read as
-    "not given"."""
+    0 would be read as "not given" against what was meant (minimum=0 ran as 1, where the CLI
+    refuses --min 0)."""
     if value is None and allow_none:
         return 0
     try:
@@ -367,7 +372,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     lib.batchfit_options_init(byref(opts))
     opts.requested_max = _count(max_batch_size, "max_batch_size")
     opts.min_batch = _count(minimum, "minimum", least=1)
-    opts.samples = _count(sample_count, "sample_count", least=1)
+    opts.samples = _count(sample_count, "sample_count")
     if isinstance(lattice, int) and not isinstance(lattice, bool):
         if lattice < 1:
             raise error_for(1, f"lattice: a multiple must be positive, got {lattice}")
@@ -411,7 +416,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
         if not 0.0 <= spread < 0.5:
             raise error_for(1, f"peak_spread: expected a fraction in [0, 0.5), got {peak_spread}")
         opts.peak_spread = float(spread)
-    opts.first_guess = _count(estimate, "estimate", least=1)
+    opts.first_guess = _count(estimate, "estimate")
     opts.cache = 1 if cache else 0
     if cache_key is not None:
         # As --cache-key '' is refused: an empty key names no model.
@@ -932,7 +937,10 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
     if crash_is_oom and not (enforce or enforce_address_space):
         raise error_for(1, "crash_is_oom: it counts a crash near the cap enforce or "
                            "enforce_address_space sets as out of memory; neither is set")
-    seconds = None if timeout is None else _seconds(timeout, "timeout", 1e9, "no timeout")
+    # 0 is "no timeout" as the C field's 0 is (the CLI's --timeout takes no 0).
+    zero = isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout == 0
+    seconds = None if timeout is None or zero else _seconds(timeout, "timeout", 1e9,
+                                                             "no timeout")
     interval = None if sample_interval is None else _seconds(sample_interval,
                                                              "sample_interval", 1e6, "0.02")
     keep = _Keep()

@@ -334,6 +334,8 @@ def test_sizes_and_margins_say_what_they_mean():
     (None, None), ({}, None), ({"max_batch_size": None}, None), ({"max_batch_size": ""}, None),
     ({"max_batch_size": 0}, None), ({"max_batch_size": "0"}, None),
     ({"max_batch_size": 32}, 32), ({"max_batch_size": " 48 "}, 48),
+    # A whole float, as YAML or argparse's type=float give it.
+    ({"max_batch_size": 16.0}, 16), ({"max_batch_size": 0.0}, None),
     ({"batch_size": 64}, None),
     ({"batch_size": 64, "max_batch_size": 8}, 8),
 ])
@@ -341,10 +343,7 @@ def test_requested_batch_size(hp, expected):
     assert batchfit.requested_batch_size(hp) == expected
 
 
-@pytest.mark.parametrize("bad", [-1, "-3", "abc", 2.5, True, "1e3x",
-                                 # As the CLI's --hyperparameters refuses 8.0, 0.0 and true
-                                 # (8.0 gave 8, 0.0 None).
-                                 8.0, 16.0, 0.0, False, "8.0"])
+@pytest.mark.parametrize("bad", [-1, "-3", "abc", 2.5, -4.0, True, False, "1e3x", "8.0"])
 def test_requested_batch_size_rejects_bad_values(bad):
     with pytest.raises(batchfit.InvalidArgument, match="max_batch_size: invalid value"):
         batchfit.requested_batch_size({"max_batch_size": bad})
@@ -359,14 +358,16 @@ def test_requested_batch_size_wants_a_mapping(bad):
 
 def test_counts_and_keys_the_cli_refuses_are_refused(tmp_path):
     # minimum=0 ran as minimum 1 (the library reads 0 as "not given"); the CLI refuses
-    # --min 0, --samples 0 and --estimate 0, and Python refused -3 as not a positive number.
-    for name in ("minimum", "sample_count", "estimate"):
-        with pytest.raises(batchfit.InvalidArgument,
-                           match=f"^{name}: expected a positive whole number, got 0$"):
-            probe(lambda: LinearStep(), **{name: 0})
+    # --min 0, and Python refused -3 as not a positive number. sample_count=0 and
+    # estimate=0 stay "not given", as max_batch_size=0 is.
+    with pytest.raises(batchfit.InvalidArgument,
+                       match="^minimum: expected a positive whole number, got 0$"):
+        probe(lambda: LinearStep(), minimum=0)
     with pytest.raises(batchfit.InvalidArgument, match="^minimum: .* got 0$"):
         batchfit.probe_command(["true"], device="host", minimum=0)
     assert probe(lambda: LinearStep(), minimum=1, sample_count=50, estimate=20).batch_size == 50
+    assert probe(lambda: LinearStep(), sample_count=0, estimate=0).batch_size == \
+        probe(lambda: LinearStep()).batch_size
     # As --cache-key '': an empty key names no model (it was accepted).
     for key in ("", "a\0b", 7):
         with pytest.raises(batchfit.InvalidArgument, match="^cache_key: "):
@@ -563,7 +564,7 @@ def test_string_arguments_with_a_nul_byte_are_refused(name, value):
 
 
 @pytest.mark.parametrize("name, value", [
-    ("timeout", -1), ("timeout", 0), ("timeout", float("nan")), ("timeout", float("inf")),
+    ("timeout", -1), ("timeout", float("nan")), ("timeout", float("inf")),
     ("timeout", 2e9), ("timeout", True), ("timeout", "soon"),
     ("sample_interval", 0), ("sample_interval", -0.02), ("sample_interval", 1e7),
 ])
@@ -579,6 +580,13 @@ def test_probe_command_names_the_bad_duration(name, value):
                               f"of seconds, at most {most}"), message
     assert "kill_grace" not in message and "timeout_seconds" not in message
     assert ("sample_interval" in message) == (name == "sample_interval")
+
+
+def test_timeout_zero_is_no_timeout():
+    # As the C field's 0 (batchfit.h: "0 = none"); it was so before the checks above.
+    result = batchfit.probe_command(["true"], device="host", memory_budget="200MiB",
+                                    max_batch_size=4, cgroups=False, timeout=0)
+    assert result.batch_size == 4
 
 
 def _svg_ok(path):
