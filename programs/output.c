@@ -58,20 +58,27 @@ static int new_file_path(const char *path, char *out, size_t len)
     return -1;
 }
 
-/* Whether the temporary file replace() writes can be made beside resolved
- * (created and removed at once): access() answers for the permissions
- * only, and as root not even those (a file under /proc passed it, and
- * the write failed after the whole search). 0, or -1 with errno set. */
+/* Opens the temporary file replace() writes beside resolved (its name in
+ * tmp), a leftover of that name (a pid reused) removed first. The file
+ * descriptor; -1 with errno set; -2 where the name does not fit tmp. */
+static int open_temp(const char *resolved, mode_t mode, char *tmp, size_t len)
+{
+    if ((size_t)snprintf(tmp, len, "%s.tmp.%ld", resolved, (long)getpid()) >= len)
+        return -2;
+    unlink(tmp);
+    return open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+/* Whether that temporary file can be made (created and removed at once):
+ * access() answers for the permissions only, and as root not even those (a
+ * file under /proc passed it, and the write failed after the whole
+ * search). 0, or -1 with errno set. */
 static int try_create_beside(const char *resolved)
 {
     char tmp[PATH_MAX + 32];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", resolved, (long)getpid()) >= sizeof tmp) {
+    int fd = open_temp(resolved, 0600, tmp, sizeof tmp);
+    if (fd == -2)
         errno = ENAMETOOLONG;
-        return -1;
-    }
-    /* As replace() does: a leftover of that name (a pid reused) goes first. */
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
     close(fd);
@@ -145,11 +152,9 @@ static int write_all(int fd, const char *text)
 static int replace(const export_target *t, const char *text)
 {
     char tmp[PATH_MAX + 32];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", t->resolved, (long)getpid()) >=
-        sizeof tmp)
+    int fd = open_temp(t->resolved, t->mode, tmp, sizeof tmp);
+    if (fd == -2)
         return fail(t, "the path is too long", 0);
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, t->mode);
     if (fd < 0)
         return fail(t, "cannot write it", errno);
     int err = 0;
