@@ -1974,18 +1974,18 @@ static int on_host(const batchfit_result *r)
     return r->device_spec && strcmp(r->device_spec, "host") == 0;
 }
 
-/* Whether the draws a program showed (re-runs, falls: shown_scatter, the
- * largest difference two readings showed) reach lo + 1: lo's own reading, a
- * step along the steeper of the line's slope and the chord to the reading
- * above lo, within DRAWS_SEEN_TO_ALL such differences of the threshold.
- * Without a reading at lo nothing says otherwise. */
-static int own_draws_reach(const search *s, const view *v, double chord)
+/* Whether the draws a program showed reach lo + 1 (shown: shown_scatter's
+ * largest difference two readings showed, from re-runs and falls): lo's own
+ * reading, a step along the steeper of the line's slope and the chord to
+ * the reading above lo, within DRAWS_SEEN_TO_ALL such differences of the
+ * threshold. Without a reading at lo nothing says otherwise. */
+static int own_draws_reach(const search *s, const view *v, double chord, double shown)
 {
     if (v->il >= v->n)
         return 1;
     double step = chord > v->slope ? chord : v->slope;
     double local = v->y[v->il] + step * (v->next_x - v->lo_x);
-    return local >= s->safe_budget - DRAWS_SEEN_TO_ALL * shown_scatter(v->y, v->low, v->n);
+    return local >= s->safe_budget - DRAWS_SEEN_TO_ALL * shown;
 }
 
 /* settle_at_lo found lo + 1 inside the coin-toss band, where a size passes
@@ -2048,9 +2048,11 @@ static int64_t inside_wide_band(const search *s, const view *v, double predicted
     double chord = 0.0;
     if (v->il + 1 < v->n)
         chord = (v->y[v->il + 1] - v->y[v->il]) / (v->x[v->il + 1] - v->lo_x);
-    if (!v->quiet && shown_scatter(v->y, v->low, v->n) >= 0.5 * v->scatter &&
-        own_draws_reach(s, v, chord))
-        return -1;
+    if (!v->quiet) {
+        double shown = shown_scatter(v->y, v->low, v->n);
+        if (shown >= 0.5 * v->scatter && own_draws_reach(s, v, chord, shown))
+            return -1;
+    }
     double top = v->next_x + (s->safe_budget + v->scatter - predicted) / v->slope;
     if (chord > 0.0) {
         double from_lo = v->lo_x + (s->safe_budget + v->scatter - v->y[v->il]) / chord;
