@@ -39,6 +39,12 @@ int cli_plot(int argc, char **argv);
  * budget of 285 B). "300B" says bytes on purpose. */
 int cli_bare_small_size(const char *flag, const char *value, uint64_t bytes, int percent_too,
                         char *msg, size_t len);
+/* units.c: --margin as probe and estimate take it: a share of the memory
+ * ("5%", into *fraction, *bytes set to 0; returns 1) or a size held back
+ * ("2GiB", into *bytes, *fraction untouched; returns 0); -1 with the
+ * refusal in msg (unparsable, or a size with no unit). */
+int cli_parse_margin(batchfit_ctx *ctx, const char *value, double *fraction, uint64_t *bytes,
+                     char *msg, size_t len);
 
 
 /* Where a document batchfit writes goes (output.c). */

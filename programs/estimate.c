@@ -128,21 +128,15 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
             device = v;
         } else if (strcmp(a, "--margin") == 0) {
             /* A share, or a size held back as probe's --margin takes it. */
-            size_t len = strlen(v);
-            *margin_bytes_out = 0;
-            if (len && v[len - 1] == '%') {
-                if (batchfit_parse_percent(ctx, v, "--margin", &in.margin_fraction))
-                    return bad(batchfit_ctx_last_error(ctx));
-                if (in.margin_fraction >= 1.0)
-                    return bad("--margin: a margin of 100% leaves nothing");
-            } else {
-                if (batchfit_parse_size(ctx, v, "--margin", margin_bytes_out))
-                    return bad(batchfit_ctx_last_error(ctx));
-                char msg[256];
-                if (cli_bare_small_size("--margin", v, *margin_bytes_out, 1, msg, sizeof msg))
-                    return bad(msg);
+            char msg[256];
+            int share = cli_parse_margin(ctx, v, &in.margin_fraction, margin_bytes_out, msg,
+                                         sizeof msg);
+            if (share < 0)
+                return bad(msg);
+            if (share && in.margin_fraction >= 1.0)
+                return bad("--margin: a margin of 100% leaves nothing");
+            if (!share)
                 in.margin_fraction = 0.0;
-            }
         }
         if (rc)
             return rc;

@@ -107,20 +107,14 @@ static int refuse_bare_small(const char *flag, const char *value, uint64_t bytes
 static int set_margin(batchfit_ctx *ctx, probe_cli *c, const char *value)
 {
     batchfit_options *o = &c->opts;
-    size_t len = strlen(value);
-    if (len && value[len - 1] == '%') {
-        if (batchfit_parse_percent(ctx, value, "--margin", &o->margin_fraction))
-            return fail_ctx(ctx);
-        if (o->margin_fraction >= 1.0)
-            return probe_bad_value("--margin: a margin of 100% leaves nothing to probe");
-        o->margin_bytes = 0;
-        return 0;
-    }
-    if (batchfit_parse_size(ctx, value, "--margin", &o->margin_bytes))
-        return fail_ctx(ctx);
-    if (refuse_bare_small("--margin", value, o->margin_bytes, 1))
-        return EXIT_USAGE;
-    if (o->margin_bytes == 0)
+    char msg[256];
+    int share = cli_parse_margin(ctx, value, &o->margin_fraction, &o->margin_bytes, msg,
+                                 sizeof msg);
+    if (share < 0)
+        return probe_bad_value(msg);
+    if (share && o->margin_fraction >= 1.0)
+        return probe_bad_value("--margin: a margin of 100% leaves nothing to probe");
+    if (!share && o->margin_bytes == 0)
         o->margin_fraction = 0.0;
     return 0;
 }

@@ -4,6 +4,25 @@
 
 #include <string.h>
 
+int cli_parse_margin(batchfit_ctx *ctx, const char *value, double *fraction, uint64_t *bytes,
+                     char *msg, size_t len)
+{
+    size_t n = strlen(value);
+    if (n && value[n - 1] == '%') {
+        if (batchfit_parse_percent(ctx, value, "--margin", fraction) != BATCHFIT_OK) {
+            snprintf(msg, len, "%s", batchfit_ctx_last_error(ctx));
+            return -1;
+        }
+        *bytes = 0;
+        return 1;
+    }
+    if (batchfit_parse_size(ctx, value, "--margin", bytes) != BATCHFIT_OK) {
+        snprintf(msg, len, "%s", batchfit_ctx_last_error(ctx));
+        return -1;
+    }
+    return cli_bare_small_size("--margin", value, *bytes, 1, msg, len) ? -1 : 0;
+}
+
 int cli_bare_small_size(const char *flag, const char *value, uint64_t bytes, int percent_too,
                         char *msg, size_t len)
 {
