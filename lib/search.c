@@ -1146,9 +1146,16 @@ static double relative_scatter(const double *x, const double *y, unsigned n,
  * more, show the wander at the threshold directly: their own line's largest
  * residual (the triple that refuted the prior, far below, says nothing of
  * them), up to the quiet cut there too (beyond it a jump among them, not
- * wander, is the likelier cause). */
+ * wander, is the likelier cause). Where the memory has shown steps
+ * (stepped: readings that repeat across sizes the line rises over), a
+ * residual beyond the cut is such a step and no reading of the wander at
+ * all: taken as the cut, it made a band of a few tenths of a percent where
+ * lo's own reading lay a step below the threshold, and a program whose
+ * memory comes in 32 MiB chunks was answered at 2159, in its chunk's
+ * first tenth, where 2293 fits (a reviewer's C program, 300 MiB). */
 static double quiet_scatter_at_threshold(const search *s, const double *x, const double *y,
-                                         unsigned n, double scatter, double rel, double quiet_rel)
+                                         unsigned n, double scatter, double rel, double quiet_rel,
+                                         int stepped)
 {
     double cut = quiet_rel * s->safe_budget;
     double carried = (rel < 0.5 * quiet_rel ? rel : 0.5 * quiet_rel) * s->safe_budget;
@@ -1171,7 +1178,8 @@ static double quiet_scatter_at_threshold(const search *s, const double *x, const
     if (n - first >= 3) {
         batchfit_fit near;
         batchfit__fit_line(x + first, y + first, n - first, &near);
-        if (near.valid && near.max_residual_bytes > scatter)
+        if (near.valid && near.max_residual_bytes > scatter &&
+            (!stepped || near.max_residual_bytes < cut))
             scatter = near.max_residual_bytes < cut ? near.max_residual_bytes : cut;
     }
     return scatter;
@@ -1675,17 +1683,21 @@ static double model_at_next(const view *v)
                         v->top3_quiet);
 }
 
-/* Whether three sizes or more of the first m points (those up to lo) read
+/* Whether two sizes or more of the first m points (those up to lo) read
  * alike, to within flat, where the line through the m rises by four times
  * that across them: memory that grows in steps (per-sample memory allocated
  * a chunk of samples at a time, a pool not yet outgrown) on a program whose
- * readings repeat. Noise of the declared size leaves three readings that close next
- * to never (two, now and then); a quiet program's wander, a few tenths of
- * a percent, now and then, so it is a guard against a coin toss and no
- * more: taken as the scatter too, the run's spread set the aim on the
- * threshold, and a search walked down inside one step (22 trials where 6
- * had stopped 30 sizes short) and chased a pool's 0.3% wander (a reviewer's
- * harness: 5% more trials, the same answers). */
+ * readings repeat. Noise of the declared size leaves two readings that
+ * close now and then (three next to never); a quiet program's wander, a few
+ * tenths of a percent, now and then, so it is a guard against a coin toss
+ * and no more (a chance pair costs trials, never the answer): taken as the
+ * scatter too, the run's spread set the aim on the threshold, and a search
+ * walked down inside one step (22 trials where 6 had stopped 30 sizes
+ * short) and chased a pool's 0.3% wander (a reviewer's harness: 5% more
+ * trials, the same answers). Two suffice: on memory in 16 MiB chunks the
+ * first chunk often holds only the first two sizes run (1 and 5), and with
+ * three required a line across the chunks above lo made a coin toss of a
+ * size 3-5% short of the answer (2180-2223 where 2293 fits). */
 static int steps_shown(const double *x, const double *y, unsigned m, double flat)
 {
     batchfit_fit fit;
@@ -1696,7 +1708,7 @@ static int steps_shown(const double *x, const double *y, unsigned m, double flat
         unsigned j = k + 1;
         while (j < m && fabs(y[j] - y[k]) <= flat)
             j++;
-        if (j - k >= 3 && fit.bytes_per_sample * (x[j - 1] - x[k]) > 4.0 * flat)
+        if (j - k >= 2 && fit.bytes_per_sample * (x[j - 1] - x[k]) > 4.0 * flat)
             return 1;
     }
     return 0;
@@ -1823,7 +1835,7 @@ static void read_points(search *s, view *v)
     if (quiet) {
         if (rel < measured / top_y)
             rel = measured / top_y;
-        scatter = quiet_scatter_at_threshold(s, x, y, n, scatter, rel, quiet_below / top_y);
+        scatter = quiet_scatter_at_threshold(s, x, y, n, scatter, rel, quiet_below / top_y, stepped);
     }
     /* For line_at_next: the top three points count once the prior is refuted. */
     double top3_quiet = quiet ? quiet_below : 0.0;
