@@ -99,7 +99,8 @@ static int run(batchfit_ctx *ctx, int argc, char **argv)
             fprintf(stderr, "batchfit cache %s: %s\n", what,
                     strcmp(what, "show") == 0 ? "it takes one KEY" : "it takes no arguments");
     }
-    fprintf(stderr, "usage: batchfit cache list | show KEY | clear\n"
+    /* Asked for, the usage is the output (as every other --help's); after a mistake, an error. */
+    fprintf(help ? stdout : stderr, "usage: batchfit cache list | show KEY | clear\n"
                     "(the cache lives in $BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit, "
                     "else ~/.cache/batchfit; show exits 1 when KEY has no entry or a damaged one, "
                     "2 when KEY is not a key)\n");

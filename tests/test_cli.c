@@ -298,6 +298,14 @@ TEST(cli_version_and_help)
     CHECK_EQ(cli(&r, help, NULL), 0);
     CHECK_CONTAINS(r.out, "--vram-limit-gb X");
     CHECK_CONTAINS(r.out, "VRAM_LIMIT_GB");
+    /* Every command's --help is its output, on stdout (cache's went to stderr). */
+    const char *commands[] = {"probe", "estimate", "cache", "plot", "info"};
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        const char *asked[] = {commands[i], "--help", NULL};
+        CHECK_EQ(cli(&r, asked, NULL), 0);
+        CHECK_CONTAINS(r.out, "usage: batchfit ");
+        CHECK_STR(r.err, "");
+    }
     const char *none[] = {NULL};
     CHECK_EQ(cli(&r, none, NULL), 2);
     const char *unknown[] = {"frobnicate", NULL};

@@ -347,16 +347,31 @@ def _count(value: Optional[int], what: str, allow_none: bool = True, least: int 
     return n
 
 
+def _small(value: Any, what: str) -> int:
+    """A count the C side keeps in an unsigned int: refused past it, never wrapped."""
+    n = _count(value, what, allow_none=False)
+    if n > 2**32 - 1:
+        raise error_for(1, f"{what}: {n} is too large (at most {2**32 - 1})")
+    return n
+
+
 class _Keep:
     """Bytes the C options point at, alive for the call."""
 
     def __init__(self) -> None:
         self.items: List[Any] = []
 
-    def __call__(self, value: Optional[str], what: str = "a string argument") -> Optional[bytes]:
+    def __call__(self, value: Any, what: str = "a string argument") -> Optional[bytes]:
         if value is None:
             return None
-        b = value.encode()
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if isinstance(value, bytes):
+            b = value
+        elif isinstance(value, str):
+            b = value.encode()
+        else:
+            raise error_for(1, f"{what}: expected a string, got {type(value).__name__} {value!r}")
         _no_nul(b, what, value)
         self.items.append(b)
         return b
@@ -373,9 +388,12 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     opts.requested_max = _count(max_batch_size, "max_batch_size")
     opts.min_batch = _count(minimum, "minimum", least=1)
     opts.samples = _count(sample_count, "sample_count")
+    if not isinstance(lattice, (str, bool, float)) and hasattr(lattice, "__index__"):
+        lattice = operator.index(lattice)  # numpy integers too
     if isinstance(lattice, int) and not isinstance(lattice, bool):
         if lattice < 1:
             raise error_for(1, f"lattice: a multiple must be positive, got {lattice}")
+        lattice = _count(lattice, "lattice")
         opts.lattice, opts.lattice_multiple = (0, 0) if lattice == 1 else (1, lattice)
     elif lattice in ("every", "every_integer"):
         opts.lattice = 0
@@ -399,7 +417,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     ctx.check(lib.batchfit_parse_strategy(ctx.ptr, _text(strategy, "strategy"), b"strategy", byref(value)))
     opts.strategy = value.value
     if max_trials is not None:
-        opts.max_trials = _count(max_trials, "max_trials", allow_none=False)
+        opts.max_trials = _small(max_trials, "max_trials")
     limit, source = resolve_vram_limit(vram_limit_gb, flag_name="vram_limit_gb")
     opts.vram_limit_bytes = limit
     opts.vram_limit_source = keep(source)
@@ -425,6 +443,11 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
                                f"{cache_key!r}")
         _no_nul(cache_key, "cache_key")
     opts.cache_key = keep(cache_key)
+    # An empty path names no directory: it read no entry and wrote none, without a word.
+    if isinstance(cache_dir, (str, bytes, os.PathLike)) and not os.fspath(cache_dir):
+        raise error_for(1, "cache_dir: an empty path names no directory; leave it out for the "
+                           "default ($BATCHFIT_CACHE_DIR, else $XDG_CACHE_HOME/batchfit, else "
+                           "~/.cache/batchfit)")
     opts.cache_dir = keep(cache_dir, "cache_dir")
     if no_device not in ("fallback", "error"):
         raise error_for(1, f"no_device: expected \"fallback\" or \"error\", got {no_device!r}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from . import _lib
-from ._core import _Context, _count, _take_log_interrupt, is_out_of_memory
+from ._core import _Context, _count, _small, _take_log_interrupt, is_out_of_memory
 from ._errors import error_for
 from ._lib import lib
 from ._result import Fit, Result
@@ -64,6 +64,9 @@ class Recovery:
         opts.grow_after = _small(grow_after, "Recovery: grow_after")
         if isinstance(fit, Result):
             fit = fit.fit
+        if fit is not None and not isinstance(fit, Fit):
+            raise TypeError(f"fit: expected a batchfit Result or Fit (the probe's fitted line), "
+                            f"got {type(fit).__name__} {fit!r}")
         if fit is not None:
             opts.fit.valid = 1
             opts.fit.intercept_bytes = fit.intercept_bytes
@@ -143,14 +146,6 @@ class Recovery:
             self.close()
         except Exception:
             pass
-
-
-def _small(value: int, what: str) -> int:
-    """A count the C side keeps in an unsigned int."""
-    n = _count(value, what, allow_none=False)
-    if n > 2**32 - 1:
-        raise error_for(1, f"{what}: {n} is too large (at most {2**32 - 1})")
-    return n
 
 
 def _plan(p: Any) -> Plan:

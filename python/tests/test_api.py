@@ -809,6 +809,32 @@ def test_counts_take_numpy_integers_and_refuse_64_bit_overflow():
         probe(lambda: LinearStep(), max_batch_size=2**64 + 64)
     with pytest.raises(batchfit.ParseError, match="too large"):
         probe(lambda: LinearStep(), memory_budget=2**64 + 2**30)
+    # lattice takes them as the counts do (a numpy 8 was refused as not a multiple).
+    assert probe(lambda: LinearStep(), lattice=np.int64(8)).batch_size % 8 == 0
+    # max_trials is an unsigned int in C: 2**32 + 1 ran one trial (it wrapped to 1).
+    for n in (2**32, 2**32 + 1, 2**40):
+        with pytest.raises(batchfit.InvalidArgument,
+                           match=rf"^max_trials: {n} is too large \(at most 4294967295\)$"):
+            probe(lambda: LinearStep(), max_trials=n)
+
+
+def test_cache_dir_takes_a_path_and_refuses_an_empty_one_or_another_type(tmp_path):
+    # A pathlib.Path raised AttributeError from inside the package; "" turned the cache off
+    # without a word (no entry read, none written).
+    first = probe(lambda: LinearStep(), cache=True, cache_key="m", cache_dir=tmp_path)
+    assert [p.name for p in tmp_path.iterdir()], "the entry was written"
+    again = probe(lambda: LinearStep(), cache=True, cache_key="m", cache_dir=tmp_path)
+    assert again.batch_size == first.batch_size and len(again.trials) < len(first.trials)
+    with pytest.raises(batchfit.InvalidArgument, match="^cache_dir: an empty path names no"):
+        probe(lambda: LinearStep(), cache=True, cache_key="m", cache_dir="")
+    with pytest.raises(batchfit.InvalidArgument, match="^cache_dir: expected a string, got int 5$"):
+        probe(lambda: LinearStep(), cache=True, cache_key="m", cache_dir=5)
+
+
+def test_recovery_refuses_a_fit_of_another_type():
+    for bad in ("abc", {"intercept_bytes": 1}):
+        with pytest.raises(TypeError, match="^fit: expected a batchfit Result or Fit"):
+            batchfit.Recovery(global_batch=64, micro_batch=16, fit=bad)
 
 
 def test_a_chained_exception_does_not_keep_the_step():
