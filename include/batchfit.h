@@ -170,6 +170,18 @@ BATCHFIT_API int batchfit_parse_requested_size(batchfit_ctx *ctx, const char *te
 BATCHFIT_API int batchfit_parse_count(batchfit_ctx *ctx, const char *text, const char *what,
                                       uint64_t max_value, uint64_t *value_out);
 
+/* Whether text (one line or several, as an exception's message or a
+ * program's output) says it ran out of memory by one of the built-in
+ * signatures that classify a child's output (the PyTorch CUDA and CPU
+ * allocators, cuBLAS, cuDNN, XLA, TensorFlow, MemoryError, bad_alloc,
+ * ENOMEM, "out of memory", ...; lines that only mention memory, such as
+ * "no out of memory errors", do not count). Returns 1 and writes the
+ * signature's name into source (when not NULL) where a line matches, 0
+ * where none does, or an error code. The Python package classifies a
+ * step's exceptions with it, so a step and a command are judged alike. */
+BATCHFIT_API int batchfit_oom_text(batchfit_ctx *ctx, const char *text, char *source,
+                                   size_t source_len);
+
 /* Resolves the VRAM limit: explicit (a flag's text, NULL when the flag was
  * not given) beats the environment variable VRAM_LIMIT_GB, which beats
  * BATCHFIT_VRAM_LIMIT_GB; an empty variable counts as unset. The value is in

@@ -308,3 +308,38 @@ const char *batchfit__oom_match(const batchfit__oom_table *table, const char *li
     }
     return NULL;
 }
+
+int batchfit_oom_text(batchfit_ctx *ctx, const char *text, char *source, size_t source_len)
+{
+    if (!ctx || !text)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (source && source_len)
+        source[0] = '\0';
+    batchfit__oom_table *table;
+    int rc = batchfit__oom_table_create(ctx, &table);
+    if (rc != BATCHFIT_OK)
+        return rc;
+    int found = 0, failed = 0;
+    for (const char *p = text; *p && !found && !failed;) {
+        size_t len = strcspn(p, "\n");
+        /* Each line on its own, as a child's output is read. */
+        batchfit__buf line;
+        batchfit__buf_init(&line, &ctx->allocator);
+        batchfit__buf_append(&line, p, len);
+        const char *one = batchfit__buf_text(&line);
+        const char *what = one ? batchfit__oom_match(table, one) : NULL;
+        failed = !one;
+        if (what) {
+            found = 1;
+            if (source && source_len)
+                snprintf(source, source_len, "%s", what);
+        }
+        batchfit__buf_free(&line);
+        p += len + (p[len] == '\n');
+    }
+    batchfit__oom_table_free(table);
+    if (failed)
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY,
+                              "out of memory reading a message for out-of-memory signatures");
+    return found;
+}

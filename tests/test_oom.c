@@ -156,3 +156,31 @@ TEST(oom_user_patterns)
     batchfit__oom_table_free(NULL);
     batchfit_ctx_free(ctx);
 }
+
+/* The public reading of a message (the Python package's, for a step's
+ * exception): each line against the built-in rows, as a child's output. */
+TEST(oom_text_reads_each_line_by_the_builtin_rows)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    char source[96];
+    CHECK_EQ(batchfit_oom_text(ctx, "epoch 1\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+                               source, sizeof source),
+             1);
+    CHECK_STR(source, "PyTorch CUDA allocator");
+    CHECK_EQ(batchfit_oom_text(ctx, "DefaultCPUAllocator: not enough memory: you tried to allocate 64 bytes",
+                               source, sizeof source),
+             1);
+    CHECK_STR(source, "PyTorch CPU allocator");
+    /* A short buffer is cut, never overrun; NULL takes no name. */
+    char small[8];
+    CHECK_EQ(batchfit_oom_text(ctx, "std::bad_alloc", small, sizeof small), 1);
+    CHECK_STR(small, "C++ all");
+    CHECK_EQ(batchfit_oom_text(ctx, "MPS backend out of memory", NULL, 0), 1);
+    strcpy(source, "stale");
+    CHECK_EQ(batchfit_oom_text(ctx, "shape mismatch\nno out of memory errors\n\n", source, sizeof source), 0);
+    CHECK_STR(source, "");
+    CHECK_EQ(batchfit_oom_text(ctx, "", source, sizeof source), 0);
+    CHECK_EQ(batchfit_oom_text(ctx, NULL, source, sizeof source), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_EQ(batchfit_oom_text(NULL, "out of memory", source, sizeof source), BATCHFIT_E_INVALID_ARGUMENT);
+    batchfit_ctx_free(ctx);
+}

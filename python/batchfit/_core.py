@@ -36,18 +36,16 @@ VRAM_LIMIT_GB_HELP: str = lib.batchfit_vram_limit_help().decode()
 
 _LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
 
-# CPU allocator failures (PyTorch's DefaultCPUAllocator) and CUDA out-of-memory errors from
-# torch versions that raised a plain RuntimeError.
-_OOM_TEXT = re.compile(r"can't allocate memory|CUDA out of memory|CUDA error: out of memory|"
-                       r"HIP out of memory")
 _TRIED = re.compile(r"[Tt]ried to allocate ([0-9.]+) ?(B|KiB|MiB|GiB|TiB|bytes)")
 _UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
     """True when ``exc`` means the step ran out of memory: ``MemoryError``,
-    ``torch.OutOfMemoryError`` / ``torch.cuda.OutOfMemoryError``, or a ``RuntimeError`` from an
-    allocator that could not allocate (``"... can't allocate memory ..."``). Anything else is a
+    ``torch.OutOfMemoryError`` / ``torch.cuda.OutOfMemoryError``, or a ``RuntimeError`` whose
+    message carries one of the signatures by which ``batchfit probe -- COMMAND`` reads a child's
+    output (the library's table: PyTorch's CUDA, CPU, MPS and XPU allocators, cuBLAS, cuDNN,
+    "out of memory", ...), so that a step and a command are judged alike. Anything else is a
     bug, which stops a search."""
     if isinstance(exc, MemoryError):
         return True
@@ -57,7 +55,16 @@ def is_out_of_memory(exc: BaseException) -> bool:
             cls = getattr(holder, "OutOfMemoryError", None)
             if isinstance(cls, type) and isinstance(exc, cls):
                 return True
-    return isinstance(exc, RuntimeError) and bool(_OOM_TEXT.search(str(exc)))
+    return isinstance(exc, RuntimeError) and _says_out_of_memory(str(exc))
+
+
+def _says_out_of_memory(text: str) -> bool:
+    data = text.encode("utf-8", "replace").replace(b"\0", b" ")
+    with _Context() as ctx:
+        rc = lib.batchfit_oom_text(ctx.ptr, data, None, 0)
+        if rc < 0:
+            ctx.check(rc)
+    return rc == 1
 
 
 class PeakBytes(int):

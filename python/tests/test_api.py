@@ -244,6 +244,15 @@ def test_ctrl_c_at_any_moment_of_a_probe_is_raised():
                   "memory: you tried to allocate 123 bytes"), True),
     (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
     (RuntimeError("shape mismatch"), False),
+    # The CLI's signatures (lib/oom.c) judge a step's RuntimeError as they judge a child's
+    # output: these four were bugs in-process and out of memory under `batchfit probe --`.
+    (RuntimeError("out of memory"), True),
+    (RuntimeError("DefaultCPUAllocator: not enough memory: you tried to allocate 4294967296 "
+                  "bytes."), True),
+    (RuntimeError("MPS backend out of memory (MPS allocated: 1.00 GB)"), True),
+    (RuntimeError("XPU out of memory. Tried to allocate 2.00 GiB"), True),
+    (RuntimeError("step 3\nCUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"), True),
+    (RuntimeError("no out of memory errors"), False),
     (ValueError("out of memory"), False),
     (KeyError("oom"), False),
 ])
