@@ -21,6 +21,9 @@ static void help(FILE *f)
             "                          a transformer's shape, for its activations\n"
             "  --device-memory SIZE    the memory to fit into\n"
             "  --device SPEC           or a device's total memory (host, cuda:N, sim:...)\n"
+            "  --vram-limit-gb X       fit into at most X GiB (else VRAM_LIMIT_GB, then\n"
+            "                          BATCHFIT_VRAM_LIMIT_GB, as probe takes them); without\n"
+            "                          a device, the memory to fit into\n"
             "  --margin SIZE|PCT       held back (default 5%%)\n"
             "  --json                  machine-readable output\n\n"
             "Exit status: 0 a prediction, 2 bad input, 3 the model state (or batch 1) does not\n"
@@ -48,7 +51,7 @@ static int takes_value(const char *flag)
     static const char *const flags[] = {"--params", "--precision", "--optimizer",
                                         "--activation-bytes", "--layers", "--hidden", "--heads",
                                         "--seq", "--vocab", "--device-memory", "--device",
-                                        "--margin"};
+                                        "--margin", "--vram-limit-gb"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (strcmp(flag, flags[i]) == 0)
             return 1;
@@ -69,12 +72,20 @@ static int check_size(const char *flag, const char *text, uint64_t bytes, const 
     return cli_bare_small_size(flag, text, bytes, 0, msg, sizeof msg) ? bad(msg) : 0;
 }
 
+/* The VRAM limit, as probe resolves it: the flag, else VRAM_LIMIT_GB, else
+ * BATCHFIT_VRAM_LIMIT_GB (0: none). */
+typedef struct vram_limit {
+    uint64_t bytes;
+    const char *source;
+} vram_limit;
+
 /* Returns -1 to go on, or an exit code. */
 static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimate_input *out,
-                      const char **device_out, int *json_out, uint64_t *margin_bytes_out)
+                      const char **device_out, int *json_out, uint64_t *margin_bytes_out,
+                      vram_limit *limit_out)
 {
     batchfit_estimate_input in = *out;
-    const char *device = NULL;
+    const char *device = NULL, *vram_text = NULL;
     int json = 0;
     char err[512];
     for (int i = 1; i < argc; i++) {
@@ -126,6 +137,8 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
             rc = check_size(a, v, in.device_bytes, "80GiB");
         } else if (strcmp(a, "--device") == 0) {
             device = v;
+        } else if (strcmp(a, "--vram-limit-gb") == 0) {
+            vram_text = v;
         } else if (strcmp(a, "--margin") == 0) {
             /* A share, or a size held back as probe's --margin takes it. */
             char msg[256];
@@ -144,6 +157,9 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
     }
     if (device && in.device_bytes)
         return bad("--device-memory and --device both say what to fit into: give one");
+    if (batchfit_resolve_vram_limit(ctx, vram_text, BATCHFIT_VRAM_LIMIT_GB_FLAG, &limit_out->bytes,
+                                    &limit_out->source) != BATCHFIT_OK)
+        return bad(batchfit_ctx_last_error(ctx));
     if (in.hidden && in.heads && in.hidden % in.heads != 0) {
         char why[160];
         snprintf(why, sizeof why,
@@ -158,7 +174,7 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
 }
 
 static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device, int json,
-               uint64_t margin_bytes)
+               uint64_t margin_bytes, vram_limit limit)
 {
     if (device && !in.device_bytes) {
         batchfit_device *d = NULL;
@@ -178,6 +194,12 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
         in.device_bytes = total;
         batchfit_device_free(d);
     }
+    /* The limit caps the memory to fit into, as it caps probe's budget;
+     * with nothing else given it is that memory. */
+    uint64_t unlimited = in.device_bytes;
+    int limited = limit.bytes && (!in.device_bytes || limit.bytes < in.device_bytes);
+    if (limited)
+        in.device_bytes = limit.bytes;
     /* A margin given as a size is that share of the memory to fit into. */
     if (margin_bytes && in.device_bytes) {
         if (margin_bytes >= in.device_bytes) {
@@ -227,6 +249,12 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
             jw_null(&w, "activation_bytes_per_sample");
         else
             jw_u64(&w, "activation_bytes_per_sample", e.activation_bytes_per_sample);
+        if (limited) {
+            jw_u64(&w, "vram_limit_bytes", limit.bytes);
+            jw_string(&w, "vram_limit_source", limit.source);
+        } else {
+            jw_null(&w, "vram_limit_bytes");
+        }
         if (in.device_bytes) {
             jw_u64(&w, "device_bytes", in.device_bytes);
             jw_u64(&w, "budget_bytes", e.budget_bytes);
@@ -251,6 +279,14 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
         batchfit_format_bytes((double)e.predicted_peak_bytes, peak, sizeof peak);
         batchfit_format_bytes((double)e.budget_bytes, budget, sizeof budget);
         printf("model state        %s (%.0f bytes per parameter)\n", state, e.bytes_per_param);
+        if (limited) {
+            char cap[32], whole[32];
+            batchfit_format_bytes((double)limit.bytes, cap, sizeof cap);
+            batchfit_format_bytes((double)unlimited, whole, sizeof whole);
+            printf("memory             %s, the VRAM limit (%s)%s%s%s\n", cap, limit.source,
+                   unlimited ? " of the " : "", unlimited ? whole : "",
+                   unlimited ? (device ? " the device has" : " given") : "");
+        }
         if (state_only) {
             printf("activations        unknown: give --activation-bytes, or --layers, --hidden, "
                    "--heads and --seq for a transformer, to predict a batch size\n");
@@ -283,9 +319,10 @@ int cli_estimate(int argc, char **argv)
     const char *device = NULL;
     int json = 0;
     uint64_t margin_bytes = 0;
-    int rc = parse_args(ctx, argc, argv, &in, &device, &json, &margin_bytes);
+    vram_limit limit = {0, NULL};
+    int rc = parse_args(ctx, argc, argv, &in, &device, &json, &margin_bytes, &limit);
     if (rc < 0)
-        rc = run(ctx, in, device, json, margin_bytes);
+        rc = run(ctx, in, device, json, margin_bytes, limit);
     batchfit_ctx_free(ctx);
     return rc;
 }

@@ -1034,6 +1034,40 @@ TEST(cli_estimate_and_a_probe_that_uses_it)
     CHECK_STR(r.err, "batchfit: estimate: --params is required\n");
 }
 
+/* estimate takes the VRAM limit as probe does (it planned against the
+ * device's 80 GiB under VRAM_LIMIT_GB=2, and took VRAM_LIMIT_GB=abc): the
+ * flag, else the environment, caps the memory to fit into, and alone is
+ * that memory; a bad value is exit 2 naming its source. */
+TEST(cli_estimate_honours_the_vram_limit)
+{
+    run r;
+    const char *device[] = {"estimate", "--params", "124M", "--activation-bytes", "100MiB",
+                            "--device", "sim:capacity=80GiB", "--json", NULL};
+    CHECK_EQ(cli(&r, device, "VRAM_LIMIT_GB=4"), 0);
+    CHECK_CONTAINS(r.out, "\"vram_limit_bytes\": 4294967296");
+    CHECK_CONTAINS(r.out, "\"vram_limit_source\": \"environment variable VRAM_LIMIT_GB\"");
+    CHECK_CONTAINS(r.out, "\"device_bytes\": 4294967296");
+    /* (4 GiB x 0.95 - 124M x 16 B) / 100 MiB */
+    CHECK_CONTAINS(r.out, "\"max_batch\": 19");
+    CHECK_EQ(cli(&r, device, NULL), 0);
+    CHECK_CONTAINS(r.out, "\"vram_limit_bytes\": null");
+    CHECK_CONTAINS(r.out, "\"device_bytes\": 85899345920");
+    /* The flag beats the environment; a limit above the memory changes nothing. */
+    const char *flag[] = {"estimate", "--params", "124M", "--activation-bytes", "100MiB",
+                          "--device-memory", "8GiB", "--vram-limit-gb", "400", NULL};
+    CHECK_EQ(cli(&r, flag, "VRAM_LIMIT_GB=2"), 0);
+    CHECK_CONTAINS(r.out, "max_batch=58\n");
+    CHECK(strstr(r.out, "VRAM limit") == NULL);
+    const char *alone[] = {"estimate", "--params", "124M", "--activation-bytes", "100MiB", NULL};
+    CHECK_EQ(cli(&r, alone, "VRAM_LIMIT_GB=4"), 0);
+    CHECK_CONTAINS(r.out, "memory             4.00 GiB, the VRAM limit (environment variable "
+                          "VRAM_LIMIT_GB)\n");
+    CHECK_CONTAINS(r.out, "max_batch=19\n");
+    CHECK_EQ(cli(&r, device, "VRAM_LIMIT_GB=abc"), 2);
+    CHECK_CONTAINS(r.err, "\"abc\" from environment variable VRAM_LIMIT_GB");
+    CHECK_STR(r.out, "");
+}
+
 /* The cache through the CLI: a second run verifies the remembered size
  * instead of searching; a damaged entry is reported, ignored and replaced;
  * concurrent probes lose no entries; list, show and clear; a remembered
