@@ -497,6 +497,7 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
     o.peak_spread = c->declared;
     o.cached_batch = c->cached_batch;
     o.cached_fit = c->cached_fit;
+    o.cached_budget_bytes = c->cached_budget;
     o.first_guess = c->first_guess;
     batchfit_result *r = NULL;
     int rc = batchfit_decide(ctx, &o, 0, &r);
@@ -625,6 +626,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         if (bench_case_run(&then, BATCHFIT_STRATEGY_MODEL, 65536, &earlier) == 0 && earlier.answer) {
             c->cached_batch = earlier.answer;
             c->cached_fit = earlier.fit;
+            c->cached_budget = then.budget;
         } else {
             c->cached_batch = 1;
         }

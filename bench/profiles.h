@@ -74,6 +74,7 @@ typedef struct bench_case {
     uint64_t budget;       /* bytes a trial may use */
     uint64_t cached_batch; /* stale cache: the remembered size, with cached_fit */
     batchfit_fit cached_fit;
+    uint64_t cached_budget; /* and the budget it was found under, as the cache keeps it */
     uint64_t first_guess;
     uint64_t seed;
     unsigned shape;        /* shaped: which curve (BENCH_SHAPE_*), else BENCH_SHAPE_LINE */

@@ -255,6 +255,7 @@ static int cache_lookup(batchfit_ctx *ctx, batchfit_options *opts, const trial_s
         result->cache_remembered = e.batch_size;
         opts->cached_batch = e.batch_size;
         opts->cached_fit = e.fit;
+        opts->cached_budget_bytes = e.budget_bytes;
         batchfit__log(ctx, BATCHFIT_LOG_INFO, "cache: %s remembers batch size %llu; verifying it",
                       key, (unsigned long long)e.batch_size);
     } else if (rc != BATCHFIT_E_NOT_FOUND) {

@@ -775,6 +775,18 @@ static int verify_cached(search *s, int64_t *next)
      * a draw strays below the threshold. */
     double aim = s->safe_budget - s->spread * y - fit->max_residual_bytes;
     int64_t c = index_floor_of(s, x + (aim - y) / fit->bytes_per_sample);
+    /* Unless the curve put the earlier probe's own crossing well above the
+     * size it answered: the budget did not stop that probe (the program's
+     * own limit, a jump the line does not know), and following the curve
+     * to this budget's crossing ran eight sizes out of memory down to the
+     * remembered 91 (a program that fails above 90 far under its budget).
+     * The next size decides first, as on an unchanged budget. */
+    if (s->opts->cached_budget_bytes) {
+        double before = (double)s->opts->cached_budget_bytes * s->safe_budget / s->budget;
+        double reach = before - 2.0 * (s->spread * y + fit->max_residual_bytes);
+        if (index_floor_of(s, x + (reach - y) / fit->bytes_per_sample) > s->lo + 1)
+            return 0;
+    }
     if (c > s->lo + 1)
         *next = clamp_inside(s, c);
     return 0;

@@ -1415,6 +1415,56 @@ TEST(search_model_below_stopped_failures_a_remembered_curve_does_not_creep)
     batchfit_ctx_free(ctx);
 }
 
+/* A program that fails above 90 far under its budget (its own limit: 6
+ * MiB + 1 MiB a sample, out of memory from 91 whatever it holds; 400 MiB).
+ * Remembered with its curve under this very budget, 90 is verified with
+ * the next size (two trials): the curve put the earlier probe's own
+ * crossing near 340, so the budget did not stop it. Followed to this
+ * budget's crossing, the search ran 340, 215, 152, 121, 105, 97, 93 and 91
+ * out of memory (a reviewer's Python script, nine trials). Under a budget
+ * 30% larger than the one remembered the curve still leads up. */
+TEST(search_model_a_remembered_size_the_budget_did_not_stop_is_verified_with_the_next)
+{
+    curve_oracle c = measured_line(6.0 * 1048576.0, 1048576.0, 400.0 * 1048576.0);
+    c.oom_from = 91;
+    c.wander = 0.0005;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 90);
+    o.cached_batch = r->batch_size;
+    o.cached_fit = r->fit;
+    o.cached_budget_bytes = r->budget.budget_bytes;
+    batchfit_result_free(r);
+    CHECK(o.cached_fit.valid);
+    c.count = 0;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, 90);
+    CHECK_EQ(r->trial_count, 2);
+    CHECK_EQ(r->trials[1].batch, 91);
+    CHECK_EQ(r->oom_trials, 1);
+    batchfit_result_free(r);
+    /* The same program without its limit, remembered under a budget 30%
+     * smaller: the curve's crossing there was the remembered size, and the
+     * search follows it up to this budget's. */
+    curve_oracle grown = measured_line(6.0 * 1048576.0, 1048576.0, 400.0 * 1048576.0);
+    grown.wander = 0.0005;
+    batchfit_options_init(&o);
+    CHECK_EQ(search_under(ctx, &o, 0, &grown, 0.7 * grown.capacity, 0.05, &r), BATCHFIT_OK);
+    o.cached_batch = r->batch_size;
+    o.cached_fit = r->fit;
+    o.cached_budget_bytes = r->budget.budget_bytes;
+    batchfit_result_free(r);
+    grown.count = 0;
+    CHECK_EQ(search_under(ctx, &o, 0, &grown, grown.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK(r->trials[1].batch > o.cached_batch + 50);
+    CHECK(r->trial_count <= 3);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
 /* Options remembering what a reviewer's C program stored (20.3 MiB + 200
  * KiB a sample, 78 KiB of residual over four points, answer 770 under a
  * 200 MiB budget). */

@@ -43,7 +43,7 @@ class Options(Structure):
                 ("fallback_batch", c_uint64), ("vram_limit_source", c_char_p),
                 ("cache", c_int), ("cache_dir", c_char_p), ("cache_key", c_char_p),
                 ("progress", PROGRESS_FN), ("progress_userdata", c_void_p),
-                ("parallel", c_uint), ("ranks", c_void_p)]
+                ("parallel", c_uint), ("ranks", c_void_p), ("cached_budget_bytes", c_uint64)]
 
 
 class StepReport(Structure):
