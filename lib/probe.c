@@ -279,7 +279,11 @@ static int keeps_remembered_fit(const batchfit_options *opts, const batchfit_res
     if (!result->cache_hit || !old->valid || old->points <= now)
         return 0;
     /* At least one peak of this run on the line, none off it, and no
-     * out-of-memory where the line puts the size within the budget. */
+     * out-of-memory where the line puts the size within the budget, at or
+     * below the remembered size: one above it, where the line has room, is
+     * what stopped the earlier probe too (the program's own limit, a
+     * jump), and the curve was lost on every re-run of a program that
+     * fails above 90 far under its budget. */
     unsigned explained = 0;
     for (size_t i = 0; i < result->trial_count; i++) {
         const batchfit_trial *t = &result->trials[i];
@@ -288,7 +292,7 @@ static int keeps_remembered_fit(const batchfit_options *opts, const batchfit_res
                                         result->budget.peak_spread, NULL))
                 return 0;
             explained++;
-        } else if (t->outcome == BATCHFIT_OOM &&
+        } else if (t->outcome == BATCHFIT_OOM && t->batch <= opts->cached_batch &&
                    old->intercept_bytes + old->bytes_per_sample * (double)t->batch <
                        (double)result->budget.budget_bytes) {
             return 0;

@@ -1068,6 +1068,38 @@ TEST(cli_estimate_honours_the_vram_limit)
     CHECK_STR(r.out, "");
 }
 
+/* A program that fails above 90 far under its budget (its own limit: a
+ * MiB a sample, "out of memory" from 91): every cached re-run is 90 and
+ * 91, and keeps the curve (the first followed it to 340 and ran eight
+ * sizes out of memory; each re-run then dropped the curve, the out of
+ * memory at 91 read as the program's change). */
+TEST(cli_cache_of_a_program_s_own_limit_verifies_in_two_trials_and_keeps_its_curve)
+{
+    char dir[256], env_dir[300], script[1400];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-own-limit", (long)getpid());
+    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
+    clear_cache(dir);
+    snprintf(script, sizeof script,
+             "if [ {batch} -gt 90 ]; then echo 'out of memory'; exit 1; fi; "
+             "exec '%s' alloc {batch}",
+             tool());
+    const char *envs[] = {env_dir, NULL};
+    const char *probe[] = {"probe", "--device", "host", "--memory-budget", "400MiB",
+                           "--export-json", "-", "--", "/bin/sh", "-c", script, NULL};
+    run r;
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_EQ(result_number(r.out, "batch_size"), 90);
+    for (int again = 0; again < 2; again++) {
+        CHECK_EQ(cli_env(&r, probe, envs), 0);
+        CHECK_CONTAINS(r.out, "\"hit\": true");
+        CHECK_EQ(result_number(r.out, "batch_size"), 90);
+        CHECK_EQ(result_number(r.out, "trials"), 2);
+        CHECK_CONTAINS(r.err, "trial 2: batch 91 oom");
+        CHECK_CONTAINS(r.err, "(the cache's curve; this run's peaks lie on it)");
+    }
+    clear_cache(dir);
+}
+
 /* The cache through the CLI: a second run verifies the remembered size
  * instead of searching; a damaged entry is reported, ignored and replaced;
  * concurrent probes lose no entries; list, show and clear; a remembered
