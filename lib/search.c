@@ -2735,21 +2735,31 @@ static int warn_failure_under_threshold(search *s)
     }
     if (!f)
         return BATCHFIT_OK;
-    char held[32], threshold[32], budget[32];
+    char held[32], threshold[32], budget[32], gpu[200] = "";
     batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
     batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
     batchfit_format_bytes(s->budget, budget, sizeof budget);
+    /* A GPU allocator's message on the host: the memory that ran out is
+     * the one this probe does not measure, and the way out is to say so. */
+    const char *signature = f->process.oom_signature;
+    if (on_host(r) && signature[0] && batchfit__oom_on_device(signature))
+        snprintf(gpu, sizeof gpu,
+                 "its message is a GPU's (%.60s), and this probe measured host memory: probe "
+                 "that GPU (--device cuda:N, or --device auto) to search its memory",
+                 signature);
     return batchfit__result_warn(
         s->ctx, s->result,
         "batch %llu ran out of memory holding %s, under the acceptance threshold of %s (budget "
         "%s): the budget did not stop it. Something else limits the program: %s; batch %llu is "
         "what fits under that limit",
         (unsigned long long)f->batch, held, threshold, budget,
-        on_host(r) ? "an address-space limit (ulimit -v), a container's or a scheduler's memory "
-                     "limit under the budget, memory on a device this probe does not measure "
-                     "(--device), or one allocation larger than all the memory that was left"
-                   : "memory that other processes hold on the device, fragmentation, or one "
-                     "allocation larger than all the memory that was left",
+        gpu[0] ? gpu
+        : on_host(r)
+            ? "an address-space limit (ulimit -v), a container's or a scheduler's memory "
+              "limit under the budget, memory on a device this probe does not measure "
+              "(--device), or one allocation larger than all the memory that was left"
+            : "memory that other processes hold on the device, fragmentation, or one "
+              "allocation larger than all the memory that was left",
         (unsigned long long)r->batch_size);
 }
 

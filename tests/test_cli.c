@@ -1100,6 +1100,36 @@ TEST(cli_cache_of_a_program_s_own_limit_verifies_in_two_trials_and_keeps_its_cur
     clear_cache(dir);
 }
 
+/* A program that says "CUDA out of memory" from batch 41 on, probed on
+ * the host: the budget did not stop it, and the warning says why (a GPU's
+ * message where host memory was measured) and what to do; a host
+ * allocator's message keeps the general list of causes. */
+TEST(cli_a_gpu_s_out_of_memory_on_a_host_probe_says_to_probe_the_gpu)
+{
+    const char *messages[] = {"RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB",
+                              "MemoryError"};
+    for (int i = 0; i < 2; i++) {
+        char script[1400];
+        snprintf(script, sizeof script,
+                 "if [ {batch} -gt 40 ]; then echo '%s'; exit 1; fi; exec '%s' alloc 1",
+                 messages[i], tool());
+        const char *probe[] = {"probe", "--device", "host", "--memory-budget", "200MiB",
+                               "--no-cache", "--max", "64", "--", "/bin/sh", "-c", script, NULL};
+        run r;
+        CHECK_EQ(cli(&r, probe, NULL), 0);
+        CHECK_CONTAINS(r.out, "batch_size=40\n");
+        CHECK_CONTAINS(r.err, "batch 41 ran out of memory holding");
+        CHECK_CONTAINS(r.err, "the budget did not stop it");
+        if (i == 0) {
+            CHECK_CONTAINS(r.err, "its message is a GPU's (PyTorch CUDA allocator), and this probe "
+                                  "measured host memory: probe that GPU (--device cuda:N");
+        } else {
+            CHECK_CONTAINS(r.err, "an address-space limit (ulimit -v)");
+            CHECK(strstr(r.err, "a GPU's") == NULL);
+        }
+    }
+}
+
 /* The cache through the CLI: a second run verifies the remembered size
  * instead of searching; a damaged entry is reported, ignored and replaced;
  * concurrent probes lose no entries; list, show and clear; a remembered
