@@ -1704,6 +1704,31 @@ TEST(search_model_follows_a_smooth_bend)
     }
 }
 
+/* The same in MiB (a reviewer's C program: 10 MiB and 2 MiB x B^0.5,
+ * budget 190 MiB, the host's 5%, a wander of 0.05%). At the threshold the
+ * curve rises 12 KiB a sample, and a floor of a page-wander's 1 MiB on its
+ * residual made a band 80 sizes wide: the search stopped 1.0-1.3% short
+ * of bisection's 6496 in each of four runs. The residual's floor is a
+ * granule or a quarter of that wander: 0.1-0.3% short, in the same trials. */
+TEST(search_model_follows_a_smooth_bend_to_within_its_own_scatter)
+{
+    for (unsigned salt = 0; salt < 6; salt++) {
+        curve_oracle c = killed_program(10.0, 2.0, 0.0, 190.0, 0.0005);
+        c.power = 0.5;
+        c.host = 1;
+        c.wander_salt = salt;
+        uint64_t bisect = 0;
+        batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+        CHECK(r != NULL);
+        if (!r)
+            return;
+        CHECK(r->batch_size <= bisect);
+        CHECK((double)r->batch_size >= 0.995 * (double)bisect);
+        CHECK(r->trial_count <= 9);
+        batchfit_result_free(r);
+    }
+}
+
 /* A bend that turns: 7.28 GiB and 793 MiB x B^0.5, whose growth slows to
  * 0.576 of itself past 5612 (a reviewer's curve), 80 GiB, the host's 5%,
  * no wander. Five points on the curve send the search along it past the
