@@ -34,7 +34,11 @@ reported as ``batch_size`` and never read back as a bound)."""
 VRAM_LIMIT_GB_FLAG: str = lib.batchfit_vram_limit_flag().decode()
 VRAM_LIMIT_GB_HELP: str = lib.batchfit_vram_limit_help().decode()
 
-_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
+# The library logs each failure at its error level as it fails; that text reaches the caller as
+# the exception it raises (or was a condition the library handled, as a cache entry not found),
+# so it is logged at DEBUG: at ERROR, Python's last-resort handler printed every error a caller
+# caught, and a first cached run's "cache: no entry" as if it had gone wrong.
+_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.DEBUG}
 
 _TRIED = re.compile(r"[Tt]ried to allocate ([0-9.]+) ?(B|KiB|MiB|GiB|TiB|bytes)")
 _UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}

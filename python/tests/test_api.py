@@ -384,6 +384,33 @@ def test_counts_and_keys_the_cli_refuses_are_refused(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_caught_error_prints_nothing_and_a_first_cached_run_no_error(tmp_path):
+    # Every library failure was logged at ERROR before it was raised: with no logging set up,
+    # Python's last-resort handler printed it though the caller caught it, and a first cached
+    # run printed "cache: no entry ... in DIR". The exception carries the text; the log has it
+    # at DEBUG. A real warning still reaches stderr.
+    script = (
+        "import batchfit\n"
+        "try:\n"
+        "    batchfit.parse_size('abc')\n"
+        "except batchfit.ParseError as e:\n"
+        "    assert 'abc' in str(e)\n"
+        "class Step:\n"
+        "    def run(self, batch):\n"
+        "        if batch > 40: raise MemoryError('no room')\n"
+        "        return batchfit.PeakBytes(2**20 * (1 + batch))\n"
+        "    def release(self): pass\n"
+        f"r = batchfit.measure_batch_size(Step, device='sim:capacity=200MiB', margin=0.0,\n"
+        f"    peak_spread=0.0, cache=True, cache_key='m', cache_dir={str(tmp_path)!r})\n"
+        "print(r.batch_size)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    out = subprocess.run(["/usr/bin/python3", "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "40\n"
+    assert "abc" not in out.stderr and "no entry" not in out.stderr, out.stderr
+
+
 def test_vram_flag_matches_the_cli(monkeypatch):
     assert batchfit.VRAM_LIMIT_GB_FLAG == "--vram-limit-gb"
     help_text = subprocess.run([str(BUILD / "batchfit"), "probe", "--help"], check=True,
