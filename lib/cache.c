@@ -36,16 +36,22 @@ static int cache_dir(char *out, size_t len, char *err, size_t err_len)
          * would have the cache make directories where nobody looks. */
         struct stat st;
         if (home[0] != '/' || stat(home, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            /* A relative XDG_CACHE_HOME was passed over: say so, or the
+             * advice to set it reads as if it had not been set. */
             batchfit__errf(err, err_len,
                            "no cache directory: HOME (%s) is not an existing absolute directory; "
-                           "set BATCHFIT_CACHE_DIR or XDG_CACHE_HOME",
-                           home);
+                           "set BATCHFIT_CACHE_DIR or XDG_CACHE_HOME to an absolute path%s%s%s",
+                           home, xdg && *xdg ? " (XDG_CACHE_HOME=" : "", xdg && *xdg ? xdg : "",
+                           xdg && *xdg ? " is relative, and ignored)" : "");
             return BATCHFIT_E_INVALID_ARGUMENT;
         }
         n = snprintf(out, len, "%s/.cache/batchfit", home);
     } else {
         batchfit__errf(err, err_len,
-                       "no cache directory: set BATCHFIT_CACHE_DIR, XDG_CACHE_HOME or HOME");
+                       "no cache directory: set BATCHFIT_CACHE_DIR, XDG_CACHE_HOME or HOME to an "
+                       "absolute path%s%s%s",
+                       xdg && *xdg ? " (XDG_CACHE_HOME=" : "", xdg && *xdg ? xdg : "",
+                       xdg && *xdg ? " is relative, and ignored)" : "");
         return BATCHFIT_E_INVALID_ARGUMENT;
     }
     if (n < 0 || (size_t)n >= len) {

@@ -97,7 +97,17 @@ TEST(cache_directory_from_the_environment)
         CHECK_CONTAINS(batchfit_ctx_last_error(ctx), bad_homes[i]);
     }
     CHECK(access("/nonexistent/batchfit-test-home", F_OK) != 0);
+    /* A relative XDG_CACHE_HOME is ignored, and the advice to set it says
+     * so (it read as if the variable had not been set). */
+    setenv("XDG_CACHE_HOME", "rel/cache", 1);
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx),
+                   "set BATCHFIT_CACHE_DIR or XDG_CACHE_HOME to an absolute path "
+                   "(XDG_CACHE_HOME=rel/cache is relative, and ignored)");
     unsetenv("HOME");
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "(XDG_CACHE_HOME=rel/cache is relative");
+    unsetenv("XDG_CACHE_HOME");
     CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "BATCHFIT_CACHE_DIR");
     if (saved_dir) {

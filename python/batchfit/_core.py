@@ -352,7 +352,8 @@ def _count(value: Optional[int], what: str, allow_none: bool = True, least: int 
     except TypeError:
         n = None
     if n is None or n < least:
-        raise error_for(1, f"{what}: expected a positive whole number, got {value!r}")
+        kind = "a positive whole number" if least else "a whole number, 0 or more"
+        raise error_for(1, f"{what}: expected {kind}, got {value!r}")
     if n >= 2**63:
         raise error_for(1, f"{what}: {n} is too large (at most {2**63 - 1})")
     return n
@@ -446,6 +447,9 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
             raise error_for(1, f"peak_spread: expected a fraction in [0, 0.5), got {peak_spread}")
         opts.peak_spread = float(spread)
     opts.first_guess = _count(estimate, "estimate")
+    # A flag: "no" and 0.0 are no one's True (the string "no" turned the cache on).
+    if not isinstance(cache, bool):
+        raise error_for(1, f"cache: expected True or False, got {cache!r}")
     opts.cache = 1 if cache else 0
     if cache_key is not None:
         # As --cache-key '' is refused: an empty key names no model.

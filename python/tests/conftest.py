@@ -9,8 +9,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("BATCHFIT_TEST_BUILD", ROOT / "build"))
+# What the tests run besides the library (`make test-python` builds it all; `make all` builds
+# the CLI and the library only, and the tests then failed on "no such file" and a GPU count).
+_NEEDED = [BUILD / "libbatchfit.so.0", BUILD / "batchfit", BUILD / "tests" / "childtool",
+           BUILD / "fake" / "libcuda.so.1", BUILD / "fake" / "libnvidia-ml.so.1"]
+_MISSING = [str(p) for p in _NEEDED if not p.exists()]
+if _MISSING:
+    raise pytest.UsageError(f"the Python tests need {', '.join(_MISSING)}: run `make "
+                            f"test-python` (or `make test`), which builds them and runs these "
+                            f"tests")
 # The library under test, whatever an installed batchfit's user set.
 os.environ["BATCHFIT_LIBRARY"] = str(BUILD / "libbatchfit.so.0")
 for _name in ("VRAM_LIMIT_GB", "BATCHFIT_VRAM_LIMIT_GB", "CUDA_VISIBLE_DEVICES",

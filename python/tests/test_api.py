@@ -867,6 +867,16 @@ def test_cache_dir_takes_a_path_and_refuses_an_empty_one_or_another_type(tmp_pat
         probe(lambda: LinearStep(), cache=True, cache_key="m", cache_dir=5)
 
 
+def test_cache_is_a_flag_and_a_count_s_message_says_what_it_takes():
+    for bad in ("no", 1, None):
+        with pytest.raises(batchfit.InvalidArgument, match=r"^cache: expected True or False, got "):
+            probe(lambda: LinearStep(), cache=bad, cache_key="m")
+    # max_retries takes 0; -1 was refused as "not a positive whole number".
+    with pytest.raises(batchfit.InvalidArgument,
+                       match=r"^Recovery: max_retries: expected a whole number, 0 or more, got -1$"):
+        batchfit.Recovery(global_batch=64, micro_batch=16, max_retries=-1)
+
+
 def test_recovery_refuses_a_fit_of_another_type():
     for bad in ("abc", {"intercept_bytes": 1}):
         with pytest.raises(TypeError, match="^fit: expected a batchfit Result or Fit"):
