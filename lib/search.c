@@ -250,19 +250,22 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
             snprintf(known, sizeof known, " (batch size %llu fit before it)",
                      (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo));
         /* Sizes between what fit and the failure were never run: if the
-         * error belongs to large batches only, the user can search there. */
-        /* A bound just under the failure only sends the search there
-         * again (a reviewer's --max 1208 below 1209 ran 1208, which failed
-         * as well): the bound that keeps what ran is named too. */
+         * error belongs to large batches only, the user can search there.
+         * A bound just under the failure only sends the search there again
+         * (a reviewer's --max 1208 below 1209 ran 1208, which failed as
+         * well): where a size fit, the bound that keeps it is named too. */
+        char keep[96] = "";
+        if (s->lo >= 0)
+            snprintf(keep, sizeof keep, ", or to %llu to take the largest size that fit",
+                     (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo));
         if (i > s->lo + 1 && i > 0)
             snprintf(below, sizeof below,
                      "; sizes %llu to %llu were not run: if the error comes only with large "
                      "batches, find the size where it starts (run the command at sizes between) "
-                     "and set max_batch_size (--max) below it, or to %llu to take the "
-                     "largest size that ran",
+                     "and set max_batch_size (--max) below it%s",
                      (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(s->lo + 1)),
                      (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)(i - 1)),
-                     (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo));
+                     keep);
         return batchfit__fail(s->ctx, BATCHFIT_E_TRIAL_ERROR,
                               "the trial at batch size %llu failed with an error that is not "
                               "out-of-memory%s: %s%s",

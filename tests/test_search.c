@@ -880,7 +880,7 @@ TEST(search_error_above_a_fit_says_what_fit)
                  (unsigned long long)fit + 1, (unsigned long long)failed - 1);
         CHECK_CONTAINS(batchfit_ctx_last_error(ctx), expect);
         CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "set max_batch_size (--max) below it");
-        snprintf(expect, sizeof expect, "below it, or to %llu to take the largest size that ran",
+        snprintf(expect, sizeof expect, "below it, or to %llu to take the largest size that fit",
                  (unsigned long long)fit);
         CHECK_CONTAINS(batchfit_ctx_last_error(ctx), expect);
     }
@@ -898,6 +898,22 @@ TEST(search_error_above_a_fit_says_what_fit)
     CHECK_EQ(back->trials[back->trial_count - 1].peak_bytes, last->peak_bytes);
     batchfit_result_free(back);
     batchfit_result_free(r);
+    /* A first guess that errs before anything fit: the sizes below it
+     * were not run, and no size that fit is named (it read past the
+     * lattice: "or to 0", and on powers of two the word before them). */
+    for (int pow2 = 0; pow2 < 2; pow2++) {
+        batchfit_options_init(&o);
+        o.requested_max = 1000;
+        o.first_guess = 64;
+        o.lattice = pow2 ? BATCHFIT_LATTICE_POW2 : BATCHFIT_LATTICE_EVERY;
+        curve_oracle first = erring_line(1);
+        CHECK_EQ(search_in(ctx, &o, 0, &first, &r), BATCHFIT_E_TRIAL_ERROR);
+        CHECK_EQ(r->trial_count, 1);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx),
+                       pow2 ? "; sizes 1 to 32 were not run" : "; sizes 1 to 63 were not run");
+        CHECK(strstr(batchfit_ctx_last_error(ctx), "below it, or to ") == NULL);
+        batchfit_result_free(r);
+    }
     batchfit_ctx_free(ctx);
 }
 
