@@ -588,11 +588,10 @@ typedef struct batchfit_options {
      * BATCHFIT_E_INVALID_ARGUMENT, before any exchange. */
     const struct batchfit_ranks *ranks;
     /* The budget cached_batch was found under (the cache's budget_bytes;
-     * 0: unknown). Where this probe's reading puts that budget's crossing
-     * on cached_fit well above cached_batch, something besides the budget
-     * stopped the earlier probe (the program's own limit, a jump), and the
-     * next size is run before the curve is followed to a larger budget's
-     * crossing. */
+     * 0: unknown). Where cached_fit puts that budget's crossing well above
+     * cached_batch, something besides the budget stopped the earlier probe
+     * (the program's own limit, a jump), and the next size is run before
+     * the curve is followed to a larger budget's crossing. */
     uint64_t cached_budget_bytes;
 } batchfit_options;
 #define BATCHFIT_MAX_PARALLEL 64

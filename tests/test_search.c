@@ -1484,6 +1484,40 @@ TEST(search_model_a_remembered_size_the_budget_did_not_stop_is_verified_with_the
     batchfit_ctx_free(ctx);
 }
 
+/* Whether the budget stopped the earlier probe is read off the remembered
+ * curve, not this probe's reading: a program 0.8% smaller (2000 MiB and
+ * 20 MiB a sample, remembered under 8000 MiB, probed under 10400), whose
+ * peak the curve still explains, put the earlier crossing above the next
+ * size through its lower reading, and the re-run crept up for up to nine
+ * trials where three or four find the answer (a reviewer's draws). */
+TEST(search_model_a_remembered_curve_says_whether_the_budget_stopped_its_probe)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    for (unsigned salt = 0; salt < 4; salt++) {
+        curve_oracle then = measured_line(2000.0 * 1048576.0, 20.0 * 1048576.0, 8000.0 * 1048576.0);
+        then.wander = 0.0005;
+        then.wander_salt = salt;
+        batchfit_options o;
+        batchfit_options_init(&o);
+        batchfit_result *r = NULL;
+        CHECK_EQ(search_under(ctx, &o, 0, &then, then.capacity, 0.0, &r), BATCHFIT_OK);
+        o.cached_batch = r->batch_size;
+        o.cached_fit = r->fit;
+        o.cached_budget_bytes = r->budget.budget_bytes;
+        batchfit_result_free(r);
+        curve_oracle now = measured_line(0.992 * 2000.0 * 1048576.0, 0.992 * 20.0 * 1048576.0,
+                                         1.3 * 8000.0 * 1048576.0);
+        now.wander = 0.0005;
+        now.wander_salt = salt;
+        CHECK_EQ(search_under(ctx, &o, 0, &now, now.capacity, 0.0, &r), BATCHFIT_OK);
+        CHECK(r->trials[1].batch > o.cached_batch + 50);
+        CHECK(r->trial_count <= 4);
+        CHECK(r->oom_trials <= 1);
+        batchfit_result_free(r);
+    }
+    batchfit_ctx_free(ctx);
+}
+
 /* Options remembering what a reviewer's C program stored (20.3 MiB + 200
  * KiB a sample, 78 KiB of residual over four points, answer 770 under a
  * 200 MiB budget). */
