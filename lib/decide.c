@@ -5,7 +5,9 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 void batchfit_options_init(batchfit_options *opts)
 {
@@ -23,7 +25,31 @@ void batchfit_options_init(batchfit_options *opts)
     opts->no_device = BATCHFIT_NO_DEVICE_FALLBACK;
 }
 
-int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts)
+/* The size of batchfit_options before cached_budget_bytes was added: a
+ * program built against that header passes this struct_size. */
+#define OPTIONS_SIZE_BEFORE_CACHED_BUDGET offsetof(batchfit_options, cached_budget_bytes)
+
+static int check_options(batchfit_ctx *ctx, const batchfit_options *opts);
+
+int batchfit__options_take(batchfit_ctx *ctx, const batchfit_options **opts,
+                           batchfit_options *own)
+{
+    const batchfit_options *in = *opts;
+    /* "At least this big" (include/batchfit.h): a struct from an older
+     * header is copied as far as it goes, and the fields past it keep
+     * their defaults; the library reads only the copy. */
+    if (!in || in->struct_size < OPTIONS_SIZE_BEFORE_CACHED_BUDGET)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "options: not initialised with batchfit_options_init()");
+    batchfit_options_init(own);
+    size_t size = in->struct_size < sizeof *own ? in->struct_size : sizeof *own;
+    memcpy(own, in, size);
+    own->struct_size = sizeof *own;
+    *opts = own;
+    return check_options(ctx, own);
+}
+
+static int check_options(batchfit_ctx *ctx, const batchfit_options *opts)
 {
     if (!opts || opts->struct_size < sizeof *opts)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
@@ -170,7 +196,8 @@ int batchfit_decide(batchfit_ctx *ctx, const batchfit_options *opts, uint64_t st
     if (!ctx || !out)
         return BATCHFIT_E_INVALID_ARGUMENT;
     *out = NULL;
-    int rc = batchfit__check_options(ctx, opts);
+    batchfit_options own;
+    int rc = batchfit__options_take(ctx, &opts, &own);
     if (rc)
         return rc;
     batchfit_result *result = batchfit__result_new(ctx);

@@ -543,7 +543,10 @@ int batchfit__result_write_json(const batchfit_result *result, batchfit__buf *ou
 /* decide.c: fills min, bound, lattice of result from opts and warns. */
 int batchfit__decide_bounds(batchfit_ctx *ctx, const batchfit_options *opts, uint64_t step_min,
                             batchfit_result *result);
-int batchfit__check_options(batchfit_ctx *ctx, const batchfit_options *opts);
+/* Copies the caller's options into own (a struct from an older header as
+ * far as it goes, defaults past it), points *opts at the copy and checks it. */
+int batchfit__options_take(batchfit_ctx *ctx, const batchfit_options **opts,
+                           batchfit_options *own);
 
 /* ranks can be used: struct_size, an allgather, size and rank in range
  * (agree.c; the agreement, trials across ranks and the options check). */

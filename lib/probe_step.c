@@ -104,7 +104,8 @@ int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_dev
     if (!ctx || !out)
         return BATCHFIT_E_INVALID_ARGUMENT;
     *out = NULL;
-    int rc = batchfit__check_options(ctx, opts);
+    batchfit_options own;
+    int rc = batchfit__options_take(ctx, &opts, &own);
     if (rc)
         return rc;
     /* Under opts->ranks, a refusal still joins the job's first exchange. */

@@ -3144,7 +3144,8 @@ int batchfit_search(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_or
 {
     if (!ctx || !oracle || !result)
         return BATCHFIT_E_INVALID_ARGUMENT;
-    int rc = batchfit__check_options(ctx, opts);
+    batchfit_options own;
+    int rc = batchfit__options_take(ctx, &opts, &own);
     if (rc)
         return rc;
     if (result->min_batch == 0 || result->upper_bound < result->min_batch)
@@ -3171,7 +3172,8 @@ int batchfit_search_parallel(batchfit_ctx *ctx, const batchfit_options *opts, un
 {
     if (!ctx || !round || !result || parallel == 0)
         return BATCHFIT_E_INVALID_ARGUMENT;
-    int rc = batchfit__check_options(ctx, opts);
+    batchfit_options own;
+    int rc = batchfit__options_take(ctx, &opts, &own);
     if (rc)
         return rc;
     if (result->min_batch == 0 || result->upper_bound < result->min_batch)

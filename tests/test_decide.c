@@ -1,5 +1,7 @@
 #include "test.h"
 
+#include <stddef.h>
+
 static batchfit_result *decide(batchfit_ctx *ctx, const batchfit_options *o, uint64_t step_min,
                                int *rc)
 {
@@ -120,6 +122,45 @@ TEST(decide_dataset_bound)
     CHECK_EQ(r->min_batch, 64);
     CHECK_EQ(r->upper_bound, 256); /* only powers of two take the requested size as a candidate */
     batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+/* A program built against the header before cached_budget_bytes passes
+ * a smaller struct_size: the library reads the struct as far as it goes
+ * and the field past it keeps its default (it refused such a struct as
+ * not initialised), whatever lies in memory beyond the caller's struct. */
+TEST(decide_takes_options_from_an_older_header)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    struct {
+        batchfit_options o;
+        unsigned char beyond[64];
+    } older;
+    memset(&older, 0xA5, sizeof older);
+    batchfit_options_init(&older.o);
+    older.o.requested_max = 300;
+    older.o.cached_batch = 12;
+    older.o.struct_size = offsetof(batchfit_options, cached_budget_bytes);
+    older.o.cached_budget_bytes = 0xA5A5A5A5A5A5A5A5ull; /* what lies past the old struct */
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB", &d),
+             BATCHFIT_OK);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &older.o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    /* The remembered 12 ran first, then the search: nothing read the garbage. */
+    CHECK_EQ(r->trials[0].batch, 12);
+    CHECK_EQ(r->batch_size, 145);
+    CHECK_EQ(r->upper_bound, 300);
+    batchfit_result_free(r);
+    int rc;
+    batchfit_result *decided = decide(ctx, &older.o, 0, &rc);
+    CHECK_EQ(rc, BATCHFIT_OK);
+    CHECK_EQ(decided->upper_bound, 300);
+    batchfit_result_free(decided);
+    older.o.struct_size = offsetof(batchfit_options, cached_budget_bytes) - 1;
+    CHECK(decide(ctx, &older.o, 0, &rc) == NULL);
+    CHECK_EQ(rc, BATCHFIT_E_INVALID_ARGUMENT);
+    batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
 
