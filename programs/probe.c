@@ -326,6 +326,32 @@ static int run(session *s)
     return exit_code;
 }
 
+/* A rank that refused its options still takes part in the job: the
+ * others wait for it at their first exchange (--parallel) or at the
+ * agreement, and under a launcher that does not end the job when one
+ * task exits they waited for ever. It joins both, as a refusal found
+ * later does, and every rank ends naming it. */
+static int refused_under_mpi(session *s, int parallel, int exit_code)
+{
+    if (probe_mpi_start(&s->mpi) >= 0)
+        return exit_code; /* no MPI to join: said already */
+    if (!s->result &&
+        batchfit_result_failed(s->ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal, &s->result) !=
+            BATCHFIT_OK) {
+        probe_mpi_abort(s->mpi, s->ctx);
+        return EXIT_INTERNAL;
+    }
+    if (parallel) {
+        int refused = batchfit_ranks_refuse(s->ctx, probe_mpi_ranks(s->mpi),
+                                            BATCHFIT_E_INVALID_ARGUMENT, probe_refusal);
+        if (refused != BATCHFIT_E_INVALID_ARGUMENT)
+            probe_mpi_abort(s->mpi, s->ctx);
+    }
+    exit_code = agree(s, BATCHFIT_E_INVALID_ARGUMENT, exit_code);
+    probe_mpi_finish(s->mpi);
+    return exit_code;
+}
+
 int cli_probe(int argc, char **argv)
 {
     probe_cli c;
@@ -346,6 +372,8 @@ int cli_probe(int argc, char **argv)
             batchfit_result_failed(s.ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal,
                                    &s.result) == BATCHFIT_OK)
             probe_export_json(&s, 1);
+        if (probe_find_flag(argc, argv, "--mpi"))
+            exit_code = refused_under_mpi(&s, probe_find_flag(argc, argv, "--parallel"), exit_code);
     }
     batchfit_result_free(s.result);
     batchfit_device_free(s.device);

@@ -63,6 +63,9 @@ extern char probe_refusal[1024];
 /* The --export-json target in argv, if any (looked for before parsing, so
  * that a refused option is reported there too). */
 const char *probe_find_export(int argc, char **argv);
+/* Whether flag (one that takes no value) stands among the options, before
+ * the command: for a refusal that must still join an --mpi job. */
+int probe_find_flag(int argc, char **argv, const char *flag);
 
 /* probe_mpi.c: loads libbatchfit-mpi and joins the job (-1 to go on, or
  * an exit code with the message printed); the rank, the node-local rank,

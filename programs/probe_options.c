@@ -467,6 +467,22 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
     return -1;
 }
 
+int probe_find_flag(int argc, char **argv, const char *flag)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0 || arg[0] != '-' || arg[1] == '\0')
+            return 0;
+        if (strcmp(arg, flag) == 0)
+            return 1;
+        /* Past a value that stands on its own (--cache-key --mpi names a key). */
+        const option_def *def = strchr(arg, '=') ? NULL : find_option(arg, strlen(arg));
+        if (def && def->arg)
+            i++;
+    }
+    return 0;
+}
+
 const char *probe_find_export(int argc, char **argv)
 {
     const char *found = NULL;

@@ -1906,6 +1906,36 @@ TEST(cli_mpi_a_failing_rank_ends_every_rank)
     unlink(pidfile);
 }
 
+/* A rank that refuses an option among its own (a per-node --margin of 300,
+ * no unit) still joins the job: it had exited before MPI started, rank 0
+ * waited at the agreement for ever where the launcher let it, else was
+ * killed without a word. Now every rank ends with exit 2 naming rank 1 and
+ * its refusal, with --parallel (the first exchange) and without. */
+TEST(cli_mpi_a_rank_refusing_its_options_ends_every_rank)
+{
+    const char *specs[] = {"sim:capacity=16GiB,fixed=2GiB,per_sample=100MiB",
+                           "sim:capacity=16GiB,fixed=2GiB,per_sample=100MiB"};
+    const char *fine[] = {"--margin", "5%", NULL};
+    const char *refused[] = {"--margin", "300", NULL};
+    const char *const *last[] = {fine, refused};
+    for (int parallel = 0; parallel < 2; parallel++) {
+        const char *extra[] = {"--no-cache", parallel ? "--parallel" : NULL, NULL};
+        run r;
+        int o, e;
+        CHECK_EQ(mpirun_each(&r, specs, 2, extra, last, NULL, &o, &e), 0);
+        finish(&r, o, e);
+        CHECK_EQ(r.status, 2);
+        for (int i = 0; i < 2; i++) {
+            char expect[160];
+            snprintf(expect, sizeof expect,
+                     "rank %d: the job failed at rank 1 (no device): --margin: \"300\" has no unit",
+                     i);
+            CHECK_CONTAINS(r.err, expect);
+        }
+        CHECK(strstr(r.out, "batch_size=") == NULL);
+    }
+}
+
 /* A rank that fails tells the others at once: they stop after their
  * current trial. Rank 1's command is a bug at its first trial; rank 0's
  * first trial takes two seconds. A reviewer's rank 0 ran a whole second
