@@ -42,6 +42,10 @@ int batchfit__fail_with(batchfit_ctx *ctx, int code, const char *message);
 /* How many of s's first n bytes to keep so that a cut there does not split
  * a UTF-8 character (n itself when it does not). */
 size_t batchfit__utf8_cut(const char *s, size_t n);
+/* The length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when
+ * the bytes there are not UTF-8 (overlong forms, surrogates and values
+ * past U+10FFFF included). */
+size_t batchfit__utf8_length(const unsigned char *p);
 /* Copies src into dst of size bytes, truncating between characters;
  * always terminates. */
 void batchfit__copy(char *dst, size_t size, const char *src);

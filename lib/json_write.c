@@ -12,10 +12,7 @@ typedef struct writer {
     int need_comma[32];
 } writer;
 
-/* The length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when
- * the bytes there are not UTF-8 (overlong forms, surrogates and values
- * past U+10FFFF included). */
-static size_t utf8_length(const unsigned char *p)
+size_t batchfit__utf8_length(const unsigned char *p)
 {
     unsigned c = p[0];
     if (c < 0x80)
@@ -59,7 +56,7 @@ static void put_string(batchfit__buf *b, const char *s)
             p++;
             continue;
         }
-        size_t n = *p < 0x20 ? 0 : utf8_length(p);
+        size_t n = *p < 0x20 ? 0 : batchfit__utf8_length(p);
         if (n == 0) {
             batchfit__buf_printf(b, "\\u%04x", *p);
             p++;

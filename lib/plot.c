@@ -37,10 +37,17 @@ static double py(const plot *p, double bytes)
 
 /* Text for XML: & < > " escaped; control characters (not allowed in XML
  * 1.0) dropped. */
+/* Text as XML 1.0 takes it. A trial's output is bytes, not always UTF-8:
+ * a byte outside well-formed UTF-8 is written as the character of its
+ * value (as the JSON's \u00XX), and U+FFFE and U+FFFF, well-formed but no
+ * XML characters, as U+FFFD (either made the picture unreadable: a
+ * Latin-1 "é" in an out-of-memory line). Other control bytes but tab and
+ * newline are left out. */
 static void put_text(batchfit__buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+        unsigned char c = *p;
+        size_t n = c < 0x80 ? 1 : batchfit__utf8_length(p);
         if (c == '&')
             batchfit__buf_append(b, "&amp;", 5);
         else if (c == '<')
@@ -49,8 +56,17 @@ static void put_text(batchfit__buf *b, const char *s)
             batchfit__buf_append(b, "&gt;", 4);
         else if (c == '"')
             batchfit__buf_append(b, "&quot;", 6);
-        else if (c >= 0x20 || c == '\t' || c == '\n')
-            batchfit__buf_append(b, s, 1);
+        else if (c < 0x80 && (c >= 0x20 || c == '\t' || c == '\n'))
+            batchfit__buf_append(b, (const char *)p, 1);
+        else if (n == 0) {
+            char latin[2] = {(char)(0xC0 | (c >> 6)), (char)(0x80 | (c & 0x3F))};
+            batchfit__buf_append(b, latin, 2);
+            n = 1;
+        } else if (n == 3 && c == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF))
+            batchfit__buf_append(b, "\xEF\xBF\xBD", 3);
+        else if (c >= 0x80)
+            batchfit__buf_append(b, (const char *)p, n);
+        p += n;
     }
 }
 
