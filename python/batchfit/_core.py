@@ -48,9 +48,10 @@ def is_out_of_memory(exc: BaseException) -> bool:
     """True when ``exc`` means the step ran out of memory: ``MemoryError``,
     ``torch.OutOfMemoryError`` / ``torch.cuda.OutOfMemoryError``, or a ``RuntimeError`` whose
     message carries one of the signatures by which ``batchfit probe -- COMMAND`` reads a child's
-    output (the library's table: PyTorch's CUDA, CPU, MPS and XPU allocators, cuBLAS, cuDNN,
-    "out of memory", ...), so that a step and a command are judged alike. Anything else is a
-    bug, which stops a search."""
+    output (the library's table: PyTorch's CUDA and CPU allocators, cuBLAS, cuDNN, including
+    its CUDNN_STATUS_NOT_SUPPORTED under memory pressure, and the generic "out of memory" that
+    MPS's and XPU's messages carry, ...), so that a step and a command are judged alike.
+    Anything else is a bug, which stops a search."""
     if isinstance(exc, MemoryError):
         return True
     torch = sys.modules.get("torch")
@@ -400,8 +401,13 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     opts.requested_max = _count(max_batch_size, "max_batch_size")
     opts.min_batch = _count(minimum, "minimum", least=1)
     opts.samples = _count(sample_count, "sample_count")
-    if not isinstance(lattice, (str, bool, float)) and hasattr(lattice, "__index__"):
-        lattice = operator.index(lattice)  # numpy integers too
+    is_bool = isinstance(lattice, bool) or getattr(getattr(lattice, "dtype", None), "kind",
+                                                   None) == "b"
+    if not is_bool and not isinstance(lattice, (str, float)) and hasattr(lattice, "__index__"):
+        try:
+            lattice = operator.index(lattice)  # numpy integers too
+        except TypeError:
+            pass  # refused below, by name
     if isinstance(lattice, int) and not isinstance(lattice, bool):
         if lattice < 1:
             raise error_for(1, f"lattice: a multiple must be positive, got {lattice}")
@@ -447,7 +453,10 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
             raise error_for(1, f"peak_spread: expected a fraction in [0, 0.5), got {peak_spread}")
         opts.peak_spread = float(spread)
     opts.first_guess = _count(estimate, "estimate")
-    # A flag: "no" and 0.0 are no one's True (the string "no" turned the cache on).
+    # A flag: "no" and 0.0 are no one's True (the string "no" turned the cache on); a numpy
+    # bool is one.
+    if getattr(getattr(cache, "dtype", None), "kind", None) == "b":
+        cache = bool(cache)
     if not isinstance(cache, bool):
         raise error_for(1, f"cache: expected True or False, got {cache!r}")
     opts.cache = 1 if cache else 0

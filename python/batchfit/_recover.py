@@ -32,13 +32,16 @@ class Recovery:
 
     >>> rec = Recovery(global_batch=256, micro_batch=result.batch_size, fit=result)
     >>> for batch in data:
-    ...     try:
-    ...         train_step(batch, rec.plan)
+    ...     while True:   # the same batch again, under the new plan, until it fits
+    ...         try:
+    ...             train_step(batch, rec.plan)
+    ...         except Exception as exc:
+    ...             if not is_out_of_memory(exc):
+    ...                 raise
+    ...             rec.out_of_memory()   # a smaller micro-batch (or MinimumDoesNotFit)
+    ...             continue
     ...         rec.step_ok()
-    ...     except Exception as exc:
-    ...         if not is_out_of_memory(exc):
-    ...             raise
-    ...         rec.out_of_memory()   # retry with rec.plan
+    ...         break
 
     ``on_resize(plan)`` is called whenever the plan changes (rebuild the data loader there);
     returning False stops recovery (``Aborted``). ``out_of_memory()`` raises
@@ -59,7 +62,7 @@ class Recovery:
         opts.global_batch = _count(global_batch, "Recovery: global_batch", allow_none=False)
         opts.micro_batch = (opts.global_batch if micro_batch is None
                             else _count(micro_batch, "Recovery: micro_batch", allow_none=False))
-        opts.min_batch = _count(min_batch, "Recovery: min_batch", allow_none=False)
+        opts.min_batch = _count(min_batch, "Recovery: min_batch", allow_none=False, least=1)
         opts.max_retries = _small(max_retries, "Recovery: max_retries")
         opts.grow_after = _small(grow_after, "Recovery: grow_after")
         if isinstance(fit, Result):

@@ -245,7 +245,7 @@ def test_ctrl_c_at_any_moment_of_a_probe_is_raised():
     (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
     (RuntimeError("shape mismatch"), False),
     # The CLI's signatures (lib/oom.c) judge a step's RuntimeError as they judge a child's
-    # output: these four were bugs in-process and out of memory under `batchfit probe --`.
+    # output: these five were bugs in-process and out of memory under `batchfit probe --`.
     (RuntimeError("out of memory"), True),
     (RuntimeError("DefaultCPUAllocator: not enough memory: you tried to allocate 4294967296 "
                   "bytes."), True),
@@ -871,10 +871,23 @@ def test_cache_is_a_flag_and_a_count_s_message_says_what_it_takes():
     for bad in ("no", 1, None):
         with pytest.raises(batchfit.InvalidArgument, match=r"^cache: expected True or False, got "):
             probe(lambda: LinearStep(), cache=bad, cache_key="m")
+    np = pytest.importorskip("numpy")
+    assert probe(lambda: LinearStep(), cache=np.bool_(False), cache_key="m").batch_size == 90
+    # A numpy bool is no multiple, as True is none.
+    for flag in (True, np.True_):
+        with pytest.raises(batchfit.InvalidArgument, match="^lattice: expected"):
+            probe(lambda: LinearStep(), lattice=flag)
     # max_retries takes 0; -1 was refused as "not a positive whole number".
     with pytest.raises(batchfit.InvalidArgument,
                        match=r"^Recovery: max_retries: expected a whole number, 0 or more, got -1$"):
         batchfit.Recovery(global_batch=64, micro_batch=16, max_retries=-1)
+
+
+def test_recovery_refuses_a_minimum_of_zero():
+    # As measure_batch_size refuses minimum=0 (it was taken as 1 without a word).
+    with pytest.raises(batchfit.InvalidArgument,
+                       match=r"^Recovery: min_batch: expected a positive whole number, got 0$"):
+        batchfit.Recovery(global_batch=64, micro_batch=16, min_batch=0)
 
 
 def test_recovery_refuses_a_fit_of_another_type():
@@ -995,3 +1008,26 @@ def test_crash_is_oom_needs_a_cap():
     # Under the virtual-memory cap a program that fits runs as before.
     result = batchfit.probe_command(["true"], crash_is_oom=True, enforce_address_space=True, **kw)
     assert result.batch_size == 4
+
+
+def test_the_recovery_docstring_loop_trains_every_batch():
+    # The docstring's loop as written: it went on to the next batch after an out of memory, so
+    # the batch that ran out was never trained (a reviewer ran it: batch 2 missing).
+    import textwrap
+    lines = [line.strip()[4:] for line in batchfit.Recovery.__doc__.splitlines()
+             if line.strip().startswith((">>> ", "... "))]
+    code = textwrap.dedent("\n".join(lines)).replace(", fit=result", "")
+    trained, failures = [], {2: 2, 4: 1}
+
+    def train_step(batch, plan):
+        if failures.get(batch):
+            failures[batch] -= 1
+            raise MemoryError("out of memory")
+        trained.append((batch, plan.effective_batch))
+
+    names = {"Recovery": batchfit.Recovery, "is_out_of_memory": batchfit.is_out_of_memory,
+             "data": range(6), "train_step": train_step,
+             "result": type("R", (), {"batch_size": 64})()}
+    exec(code, names)
+    assert [b for b, _ in trained] == list(range(6))
+    assert all(effective == 256 for _, effective in trained)
