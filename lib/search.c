@@ -1641,8 +1641,8 @@ static double smooth_bend(const double *px, const double *py, unsigned n, double
         !(fabs(bend_at(&lower, x[SMOOTH_POINTS - 1]) - y[SMOOTH_POINTS - 1]) <= quiet_below))
         return 0.0;
     *out = found;
-    /* The residual read as the scatter is at least a granule and a
-     * quarter of the pages a reading wanders by: at the whole wander, a
+    /* The residual read as the scatter is at least the larger of a
+     * granule and a quarter of the pages a reading wanders by: at the whole wander, a
      * curve rising 12 KiB a sample at the threshold (10 MiB + 2 MiB x
      * B^0.5 under 190 MiB) had a band 80 sizes wide, and the search
      * stopped 1.0-1.3% short. */

@@ -249,21 +249,28 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
             jw_null(&w, "activation_bytes_per_sample");
         else
             jw_u64(&w, "activation_bytes_per_sample", e.activation_bytes_per_sample);
+        /* device_bytes stays the device's (or the given) memory; the limit
+         * that capped it, and what was fitted into, beside it. */
         if (limited) {
             jw_u64(&w, "vram_limit_bytes", limit.bytes);
             jw_string(&w, "vram_limit_source", limit.source);
         } else {
             jw_null(&w, "vram_limit_bytes");
+            jw_null(&w, "vram_limit_source");
         }
+        if (unlimited)
+            jw_u64(&w, "device_bytes", unlimited);
+        else
+            jw_null(&w, "device_bytes");
         if (in.device_bytes) {
-            jw_u64(&w, "device_bytes", in.device_bytes);
+            jw_u64(&w, "memory_bytes", in.device_bytes);
             jw_u64(&w, "budget_bytes", e.budget_bytes);
             if (state_only && e.model_state_bytes <= e.budget_bytes)
                 jw_null(&w, "max_batch");
             else
                 jw_u64(&w, "max_batch", e.max_batch);
         } else {
-            jw_null(&w, "device_bytes");
+            jw_null(&w, "memory_bytes");
             jw_null(&w, "budget_bytes");
             jw_null(&w, "max_batch");
         }
@@ -303,10 +310,18 @@ static int run(batchfit_ctx *ctx, batchfit_estimate_input in, const char *device
             printf("max_batch=%llu\n", (unsigned long long)e.max_batch);
         }
     }
-    if (state_only)
-        return in.device_bytes && e.model_state_bytes > e.budget_bytes ? EXIT_MIN_DOES_NOT_FIT
-                                                                        : EXIT_FOUND;
-    return in.device_bytes && e.max_batch == 0 ? EXIT_MIN_DOES_NOT_FIT : EXIT_FOUND;
+    /* Exit 3 says why on stderr too (max_batch=0 alone read as a result). */
+    int too_big = in.device_bytes && (state_only ? e.model_state_bytes > e.budget_bytes
+                                                 : e.max_batch == 0);
+    if (too_big) {
+        char need[32], budget[32];
+        batchfit_format_bytes((double)(state_only ? e.model_state_bytes : e.predicted_peak_bytes),
+                              need, sizeof need);
+        batchfit_format_bytes((double)e.budget_bytes, budget, sizeof budget);
+        fprintf(stderr, "batchfit estimate: %s needs %s, more than the budget of %s\n",
+                state_only ? "the model state alone" : "batch 1", need, budget);
+    }
+    return too_big ? EXIT_MIN_DOES_NOT_FIT : EXIT_FOUND;
 }
 
 int cli_estimate(int argc, char **argv)

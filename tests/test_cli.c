@@ -1046,12 +1046,16 @@ TEST(cli_estimate_honours_the_vram_limit)
     CHECK_EQ(cli(&r, device, "VRAM_LIMIT_GB=4"), 0);
     CHECK_CONTAINS(r.out, "\"vram_limit_bytes\": 4294967296");
     CHECK_CONTAINS(r.out, "\"vram_limit_source\": \"environment variable VRAM_LIMIT_GB\"");
-    CHECK_CONTAINS(r.out, "\"device_bytes\": 4294967296");
+    /* The device's memory stays what it is; what was fitted into is beside it. */
+    CHECK_CONTAINS(r.out, "\"device_bytes\": 85899345920");
+    CHECK_CONTAINS(r.out, "\"memory_bytes\": 4294967296");
     /* (4 GiB x 0.95 - 124M x 16 B) / 100 MiB */
     CHECK_CONTAINS(r.out, "\"max_batch\": 19");
     CHECK_EQ(cli(&r, device, NULL), 0);
     CHECK_CONTAINS(r.out, "\"vram_limit_bytes\": null");
+    CHECK_CONTAINS(r.out, "\"vram_limit_source\": null");
     CHECK_CONTAINS(r.out, "\"device_bytes\": 85899345920");
+    CHECK_CONTAINS(r.out, "\"memory_bytes\": 85899345920");
     /* The flag beats the environment; a limit above the memory changes nothing. */
     const char *flag[] = {"estimate", "--params", "124M", "--activation-bytes", "100MiB",
                           "--device-memory", "8GiB", "--vram-limit-gb", "400", NULL};
@@ -1066,6 +1070,11 @@ TEST(cli_estimate_honours_the_vram_limit)
     CHECK_EQ(cli(&r, device, "VRAM_LIMIT_GB=abc"), 2);
     CHECK_CONTAINS(r.err, "\"abc\" from environment variable VRAM_LIMIT_GB");
     CHECK_STR(r.out, "");
+    /* Under a limit batch 1 does not fit: exit 3, and stderr says why. */
+    CHECK_EQ(cli(&r, device, "VRAM_LIMIT_GB=2"), 3);
+    CHECK_CONTAINS(r.out, "\"max_batch\": 0");
+    CHECK_CONTAINS(r.err, "batchfit estimate: batch 1 needs 1.95 GiB, more than the budget of "
+                          "1.90 GiB");
 }
 
 /* A program that fails above 90 far under its budget (its own limit: a
