@@ -91,6 +91,14 @@ static int check_input(session *s)
         c->cmd.vram_limit_text = c->vram_flag;
     }
     int sim = strncmp(c->device_spec, "sim", 3) == 0;
+    /* One sim device has nothing to run beside, as one GPU has not: its
+     * rounds ran BATCHFIT_MAX_GPUS trials one after another (32-40 trials
+     * where one at a time takes 3-6), with no width to set. */
+    if (sim && c->parallel && !c->mpi)
+        return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
+                      "--parallel runs a trial on each of several identical GPUs (--device "
+                      "cuda:all) or --mpi ranks; --device %s is one device",
+                      c->device_spec);
     if (sim && c->command_argc > 0)
         return refuse(s, BATCHFIT_E_INVALID_ARGUMENT,
                       "--device %s runs the sim device's synthetic step; it takes no COMMAND "

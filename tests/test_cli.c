@@ -914,11 +914,17 @@ TEST(cli_parallel_trials_on_identical_fake_gpus)
     CHECK_CONTAINS(r.err, "trials in parallel need identical GPUs");
     left = read_file(state + 11);
     CHECK(left == NULL || left[0] == '\0');
-    /* One device has nothing to run in parallel with. */
+    /* One device has nothing to run in parallel with, a sim device neither. */
     const char *host[] = {"probe", "--device", "cuda:0", "--parallel", "--no-cache", "--",
                           tool(), "gpu-grow", "100", "1024", NULL};
     CHECK_EQ(cli_env(&r, host, envs), 2);
     CHECK_CONTAINS(r.err, "need several identical GPUs");
+    const char *sim[] = {"probe", "--device", "sim:capacity=16GiB,fixed=2GiB,per_sample=100MiB",
+                         "--parallel", "--no-cache", NULL};
+    CHECK_EQ(cli_env(&r, sim, envs), 2);
+    CHECK_CONTAINS(r.err, "--parallel runs a trial on each of several identical GPUs (--device "
+                          "cuda:all) or --mpi ranks; --device sim:capacity=16GiB");
+    CHECK(strstr(r.err, "trial 1") == NULL);
     unlink(met);
     rmdir(dir);
     unlink(json_path);
