@@ -190,13 +190,16 @@ static void trials(plot *p, const batchfit_result *r)
         char peak[32] = "unknown";
         if (t->peak_known)
             batchfit_format_bytes((double)t->peak_bytes, peak, sizeof peak);
+        /* "needed at least unknown" said nothing: an unread need is said so. */
+        const char *said = !t->peak_known               ? "memory"
+                           : t->outcome == BATCHFIT_OOM ? "needed at least"
+                                                        : "peak";
         batchfit__buf_printf(b, "<g><title>trial %zu: batch %llu %s, %s %s, %.2f s", i + 1,
                              (unsigned long long)t->batch,
                              strcmp(kind, "close") == 0 ? "fits, too close to the budget"
                              : strcmp(kind, "over") == 0 ? "over the budget"
                                                          : batchfit_outcome_name(t->outcome),
-                             t->outcome == BATCHFIT_OOM ? "needed at least" : "peak", peak,
-                             t->seconds);
+                             said, peak, t->seconds);
         if (t->message[0]) {
             batchfit__buf_append(b, ": ", 2);
             put_text(b, t->message);

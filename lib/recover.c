@@ -72,6 +72,15 @@ static int make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro, 
 
 static int no_plan(batchfit_recover *r, int code, uint64_t micro)
 {
+    /* Past the count a plan holds, the limit is the accumulation steps,
+     * not the split (10^12 in micro-batches of 100 read as no split). */
+    uint64_t global = r->opts.global_batch;
+    if (micro && global / micro + (global % micro != 0) > UINT_MAX)
+        return batchfit__fail(r->ctx, code,
+                              "recover: the global batch of %llu in micro-batches of at most %llu "
+                              "takes more than %u accumulation steps, the most a plan holds%s",
+                              (unsigned long long)global, (unsigned long long)micro, UINT_MAX,
+                              code == BATCHFIT_E_MIN_DOES_NOT_FIT ? "; giving up" : "");
     return batchfit__fail(r->ctx, code,
                           "recover: the global batch of %llu does not split into micro-batches of "
                           "at most %llu and at least the minimum of %llu%s",

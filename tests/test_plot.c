@@ -210,8 +210,17 @@ TEST(svg_text_is_xml_whatever_the_output_held)
     batchfit_trial *t = (batchfit_trial *)&r->trials[r->trial_count - 1];
     snprintf(t->message, sizeof t->message,
              "m\xe9moire \xef\xbf\xbe|\xef\xbf\xbf|\x01|caf\xc3\xa9|\xf0\x9f\x92\xa5 & <");
+    /* An out of memory that read nothing says so ("needed at least unknown"). */
+    batchfit_trial *first = (batchfit_trial *)&r->trials[0];
+    first->outcome = BATCHFIT_OOM;
+    first->peak_known = 0;
     const char *svg = NULL;
     CHECK_EQ(batchfit_result_svg(ctx, r, &svg), BATCHFIT_OK);
+    char expect[96];
+    snprintf(expect, sizeof expect, "trial 1: batch %llu oom, memory unknown,",
+             (unsigned long long)first->batch);
+    CHECK_CONTAINS(svg, expect);
+    CHECK(strstr(svg, "at least unknown") == NULL);
     CHECK_CONTAINS(svg, "m\xc3\xa9moire \xef\xbf\xbd|\xef\xbf\xbd||caf\xc3\xa9|\xf0\x9f\x92\xa5 &amp; &lt;");
     /* Every byte of the document is well-formed UTF-8, and no XML-illegal
      * character is in it. */

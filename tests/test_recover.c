@@ -204,6 +204,19 @@ TEST(recover_rejects_bad_options_and_survives_allocation_failure)
     o.min_batch = 16;
     CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK(r == NULL);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "the minimum micro-batch 16 exceeds the global batch 8");
+    /* Past the accumulation steps a plan holds, that is what is said (it
+     * read as a global batch that does not split). */
+    o.global_batch = UINT64_C(1000000000000);
+    o.micro_batch = 100;
+    o.min_batch = 1;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx),
+                   "the global batch of 1000000000000 in micro-batches of at most 100 takes more "
+                   "than 4294967295 accumulation steps");
+    o.global_batch = 8;
+    o.micro_batch = 4;
     batchfit_ctx_free(ctx);
     test_alloc_state st = {0, -1, 0, 0};
     ctx = test_ctx(&st);
