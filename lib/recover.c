@@ -89,20 +89,26 @@ static int no_plan(batchfit_recover *r, int code, uint64_t micro)
                           code == BATCHFIT_E_MIN_DOES_NOT_FIT ? "; giving up" : "");
 }
 
+/* The plan becomes the new one only once the resize callback took it: a
+ * refusal leaves the plan the data pipeline still has (it was the new
+ * one, which the pipeline never got). */
 static int apply(batchfit_recover *r, uint64_t micro, const char *why)
 {
-    if (!make_plan(&r->plan, r->opts.global_batch, micro, r->opts.min_batch))
+    batchfit_recover_plan next;
+    if (!make_plan(&next, r->opts.global_batch, micro, r->opts.min_batch))
         return no_plan(r, BATCHFIT_E_MIN_DOES_NOT_FIT, micro);
     batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
                   "recover: micro-batch %llu x %u accumulation steps (the last of %llu) keeps the "
                   "effective batch at %llu: %s",
-                  (unsigned long long)r->plan.micro_batch, r->plan.accumulation,
-                  (unsigned long long)r->plan.last_micro_batch,
-                  (unsigned long long)r->plan.effective_batch, why);
-    if (r->opts.resize && r->opts.resize(&r->plan, r->opts.userdata) != 0)
+                  (unsigned long long)next.micro_batch, next.accumulation,
+                  (unsigned long long)next.last_micro_batch,
+                  (unsigned long long)next.effective_batch, why);
+    if (r->opts.resize && r->opts.resize(&next, r->opts.userdata) != 0)
         return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED,
-                              "recover: the resize callback stopped training at micro-batch %llu",
-                              (unsigned long long)micro);
+                              "recover: the resize callback stopped training at micro-batch %llu; "
+                              "the plan stays micro-batch %llu",
+                              (unsigned long long)micro, (unsigned long long)r->plan.micro_batch);
+    r->plan = next;
     return BATCHFIT_OK;
 }
 

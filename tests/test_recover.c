@@ -131,10 +131,15 @@ TEST(recover_uses_the_curve_and_gives_up_at_the_minimum)
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "3 reductions in a row");
     batchfit_recover_free(r);
 
-    /* The resize callback can stop training. */
+    /* The resize callback can stop training; the plan is then the one the
+     * pipeline still has (it was the refused one). */
     rs.stop = 1;
     r = make(ctx, 64, 32, &rs, NULL);
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_ABORTED);
+    CHECK_EQ(rs.last.micro_batch, 16);
+    CHECK_EQ(batchfit_recover_get(r)->micro_batch, 32);
+    CHECK_EQ(batchfit_recover_get(r)->accumulation, 2);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "the plan stays micro-batch 32");
     batchfit_recover_free(r);
     batchfit_ctx_free(ctx);
 }
