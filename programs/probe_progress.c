@@ -212,10 +212,14 @@ void probe_print_summary(const session *s)
         char off[32], stray[192] = "";
         if (at > 0.0 && r->fit.max_residual_bytes > 0.01 * at) {
             batchfit_format_bytes(r->fit.max_residual_bytes, off, sizeof off);
+            /* Where the search followed a curve through them, the stop says
+             * so: the line is then only the summary the JSON keeps. */
+            int curve = r->stop_reason && strstr(r->stop_reason, "curve a + b B^p") != NULL;
             snprintf(stray, sizeof stray,
-                     ", a line the measured peaks stray from by up to %s (memory does not grow "
-                     "linearly with the batch here, or its peaks vary between runs)",
-                     off);
+                     ", a line the measured peaks stray from by up to %s (%s)", off,
+                     curve ? "they lie on the curve a + b B^p the search followed, as it stopped"
+                           : "memory does not grow linearly with the batch here, or its peaks "
+                             "vary between runs");
         }
         fprintf(stderr, "  fitted memory: %s + %s per sample%s%s\n", fixed, per,
                 r->fit_remembered ? " (the cache's curve; this run's peaks lie on it)" : "",
