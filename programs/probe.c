@@ -339,13 +339,24 @@ static int run(session *s)
  * agreement, and under a launcher that does not end the job when one
  * task exits they waited for ever. It joins both, as a refusal found
  * later does, and every rank ends naming it. */
-static int refused_under_mpi(session *s, int parallel, int exit_code)
+/* The JSON asked for, saying the options were refused (unless its own
+ * target is what is wrong). */
+static void export_refusal(session *s, const char *path)
 {
-    if (probe_mpi_start(&s->mpi) >= 0)
-        return exit_code; /* no MPI to join: said already */
-    if (!s->result &&
-        batchfit_result_failed(s->ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal, &s->result) !=
-            BATCHFIT_OK) {
+    if (path && cli_output_prepare(&s->export, "batchfit probe", "--export-json", path) == 0 &&
+        (s->result || batchfit_result_failed(s->ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal,
+                                             &s->result) == BATCHFIT_OK))
+        probe_export_json(s, 1);
+}
+
+static int refused_under_mpi(session *s, int parallel, int exit_code, const char *path)
+{
+    if (probe_mpi_start(&s->mpi) >= 0) {
+        export_refusal(s, path); /* no MPI to join: said already */
+        return exit_code;
+    }
+    if (batchfit_result_failed(s->ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal, &s->result) !=
+        BATCHFIT_OK) {
         probe_mpi_abort(s->mpi, s->ctx);
         return EXIT_INTERNAL;
     }
@@ -356,6 +367,9 @@ static int refused_under_mpi(session *s, int parallel, int exit_code)
             probe_mpi_abort(s->mpi, s->ctx);
     }
     exit_code = agree(s, BATCHFIT_E_INVALID_ARGUMENT, exit_code);
+    /* Rank 0 speaks for the job, once it agreed (as run() has it). */
+    if (probe_mpi_rank(s->mpi) == 0)
+        export_refusal(s, path);
     probe_mpi_finish(s->mpi);
     return exit_code;
 }
@@ -373,15 +387,13 @@ int cli_probe(int argc, char **argv)
         batchfit_ctx_set_log(s.ctx, on_log, &c, BATCHFIT_LOG_WARN);
         exit_code = run(&s);
     } else if (exit_code != EXIT_FOUND) {
-        /* A refused option: the JSON asked for says so too, unless its
-         * own target is what is wrong. */
+        /* A refused option: the JSON asked for says so too. */
         const char *path = probe_find_export(argc, argv);
-        if (path && cli_output_prepare(&s.export, "batchfit probe", "--export-json", path) == 0 &&
-            batchfit_result_failed(s.ctx, BATCHFIT_E_INVALID_ARGUMENT, probe_refusal,
-                                   &s.result) == BATCHFIT_OK)
-            probe_export_json(&s, 1);
         if (probe_find_flag(argc, argv, "--mpi"))
-            exit_code = refused_under_mpi(&s, probe_find_flag(argc, argv, "--parallel"), exit_code);
+            exit_code = refused_under_mpi(&s, probe_find_flag(argc, argv, "--parallel"), exit_code,
+                                          path);
+        else
+            export_refusal(&s, path);
     }
     batchfit_result_free(s.result);
     batchfit_device_free(s.device);

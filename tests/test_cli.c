@@ -1934,7 +1934,8 @@ TEST(cli_mpi_a_rank_refusing_its_options_ends_every_rank)
     const char *refused[] = {"--margin", "300", NULL};
     const char *const *last[] = {fine, refused};
     for (int parallel = 0; parallel < 2; parallel++) {
-        const char *extra[] = {"--no-cache", parallel ? "--parallel" : NULL, NULL};
+        const char *extra[] = {"--no-cache", "--quiet", "--export-json", "-",
+                               parallel ? "--parallel" : NULL, NULL};
         run r;
         int o, e;
         CHECK_EQ(mpirun_each(&r, specs, 2, extra, last, NULL, &o, &e), 0);
@@ -1948,7 +1949,24 @@ TEST(cli_mpi_a_rank_refusing_its_options_ends_every_rank)
             CHECK_CONTAINS(r.err, expect);
         }
         CHECK(strstr(r.out, "batch_size=") == NULL);
+        /* Rank 0 alone writes the JSON, after the agreement (the refusing
+         * rank wrote one too, before it knew its rank: two documents on
+         * one stdout). */
+        CHECK_EQ(count(r.out, "\"schema_version\""), 1);
+        CHECK(valid_json(r.out));
+        CHECK_CONTAINS(r.out, "\"error\": \"rank 1 (no device): --margin: ");
     }
+    /* Rank 0 refusing: its JSON is written after the agreement too. */
+    const char *const *first_refuses[] = {refused, fine};
+    const char *extra[] = {"--no-cache", "--quiet", "--export-json", "-", NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(mpirun_each(&r, specs, 2, extra, first_refuses, NULL, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 2);
+    CHECK_EQ(count(r.out, "\"schema_version\""), 1);
+    CHECK(valid_json(r.out));
+    CHECK_CONTAINS(r.out, "\"error\": \"rank 0 (no device): --margin: ");
 }
 
 /* A rank that fails tells the others at once: they stop after their
