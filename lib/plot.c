@@ -35,9 +35,7 @@ static double py(const plot *p, double bytes)
     return BOTTOM - (BOTTOM - TOP) * bytes / p->y_max;
 }
 
-/* Text for XML: & < > " escaped; control characters (not allowed in XML
- * 1.0) dropped. */
-/* Text as XML 1.0 takes it. A trial's output is bytes, not always UTF-8:
+/* Text as XML 1.0 takes it: & < > " escaped. A trial's output is bytes, not always UTF-8:
  * a byte outside well-formed UTF-8 is written as the character of its
  * value (as the JSON's \u00XX), and U+FFFE and U+FFFF, well-formed but no
  * XML characters, as U+FFFD (either made the picture unreadable: a
