@@ -188,19 +188,38 @@ int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
     if (!make_plan(&grown, r->opts.global_batch, target, r->opts.min_batch) ||
         grown.micro_batch <= r->plan.micro_batch)
         return BATCHFIT_OK;
-    r->growing = 1;
-    if (changed)
-        *changed = 1;
     char why[128];
     snprintf(why, sizeof why, "%u clean steps: growing back toward the probed %llu",
              r->grow_wait, (unsigned long long)r->start_micro);
-    return apply(r, target, why);
+    /* Growing only once the pipeline took the larger plan: after a
+     * refusal the next out of memory was read as a failed grow, and it
+     * "went back" to the very plan it had. */
+    int rc = apply(r, target, why);
+    if (rc == BATCHFIT_OK) {
+        r->growing = 1;
+        if (changed)
+            *changed = 1;
+    }
+    return rc;
 }
 
+static int recover_oom(batchfit_recover *r, uint64_t available_bytes);
+
+/* A resize the callback refuses changes nothing: the retries, the grow
+ * state and what ran clean are as they were, with the plan. */
 int batchfit_recover_oom(batchfit_recover *r, uint64_t available_bytes)
 {
     if (!r)
         return BATCHFIT_E_INVALID_ARGUMENT;
+    batchfit_recover before = *r;
+    int rc = recover_oom(r, available_bytes);
+    if (rc == BATCHFIT_E_ABORTED)
+        *r = before;
+    return rc;
+}
+
+static int recover_oom(batchfit_recover *r, uint64_t available_bytes)
+{
     uint64_t m = r->plan.micro_batch;
     r->clean_steps = 0;
     if (r->growing) {

@@ -141,6 +141,24 @@ TEST(recover_uses_the_curve_and_gives_up_at_the_minimum)
     CHECK_EQ(batchfit_recover_get(r)->accumulation, 2);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "the plan stays micro-batch 32");
     batchfit_recover_free(r);
+    /* A refused grow leaves nothing half done: the next out of memory
+     * halves the plan the pipeline has (it was read as a failed grow and
+     * "went back" to that very plan, 16 again). */
+    resizes g = {0};
+    g.grow_after = 1;
+    r = make(ctx, 64, 32, &g, NULL);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(batchfit_recover_get(r)->micro_batch, 16);
+    g.stop = 1;
+    int changed = -1;
+    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_E_ABORTED);
+    CHECK_EQ(changed, 0);
+    CHECK_EQ(batchfit_recover_get(r)->micro_batch, 16);
+    g.stop = 0;
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(batchfit_recover_get(r)->micro_batch, 8);
+    CHECK_EQ(g.last.micro_batch, 8);
+    batchfit_recover_free(r);
     batchfit_ctx_free(ctx);
 }
 
