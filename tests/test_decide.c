@@ -136,19 +136,29 @@ TEST(decide_takes_options_from_an_older_header)
         batchfit_options o;
         unsigned char beyond[64];
     } older;
-    memset(&older, 0xA5, sizeof older);
-    batchfit_options_init(&older.o);
-    older.o.requested_max = 300;
-    older.o.cached_batch = 12;
-    older.o.struct_size = offsetof(batchfit_options, cached_budget_bytes);
-    older.o.cached_budget_bytes = 0xA5A5A5A5A5A5A5A5ull; /* what lies past the old struct */
     batchfit_device *d = NULL;
     CHECK_EQ(batchfit_device_open(ctx, "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB", &d),
              BATCHFIT_OK);
+    /* The curve a probe of this device fits, for the remembered size. */
+    batchfit_options fresh;
+    batchfit_options_init(&fresh);
     batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &fresh, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    batchfit_fit fit = r->fit;
+    batchfit_result_free(r);
+    memset(&older, 0xA5, sizeof older);
+    batchfit_options_init(&older.o);
+    older.o.requested_max = 300;
+    older.o.cached_batch = 100;
+    older.o.cached_fit = fit;
+    older.o.struct_size = offsetof(batchfit_options, cached_budget_bytes);
+    older.o.cached_budget_bytes = 0xA5A5A5A5A5A5A5A5ull; /* what lies past the old struct */
     CHECK_EQ(batchfit_probe(ctx, &older.o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
-    /* The remembered 12 ran first, then the search: nothing read the garbage. */
-    CHECK_EQ(r->trials[0].batch, 12);
+    /* The remembered 100 ran first, then the curve led to the answer: read
+     * as a budget, the garbage would have put the earlier probe's crossing
+     * far above 100, and the next size, 101, would have run second. */
+    CHECK_EQ(r->trials[0].batch, 100);
+    CHECK(r->trial_count >= 2 && r->trials[1].batch > 101);
     CHECK_EQ(r->batch_size, 145);
     CHECK_EQ(r->upper_bound, 300);
     batchfit_result_free(r);
