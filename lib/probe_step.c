@@ -106,8 +106,10 @@ int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_dev
     *out = NULL;
     batchfit_options own;
     int rc = batchfit__options_take(ctx, &opts, &own);
+    /* Options read but refused (a bad lattice) under ranks: this rank
+     * still joins the first exchange, as any refusal does. */
     if (rc)
-        return rc;
+        return opts == &own ? batchfit__ranks_refused(ctx, opts, rc, NULL) : rc;
     /* Under opts->ranks, a refusal still joins the job's first exchange. */
     if (!step || step->struct_size < sizeof *step || !step->build || !step->run || !step->release)
         return batchfit__ranks_refused(

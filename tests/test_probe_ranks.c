@@ -26,6 +26,7 @@ typedef struct member {
     const char *spec;
     int fail_trials;   /* the step's trials fail with an error that is not OOM */
     int refuse;        /* the rank does not probe: batchfit_ranks_refuse */
+    int bad_lattice;   /* the rank's options name no lattice */
     int rc;
     batchfit_result *result;
     char error[512];
@@ -93,6 +94,8 @@ static void *member_main(void *arg)
         batchfit_options_init(&o);
         o.parallel = RANKS;
         o.ranks = &ranks;
+        if (m->bad_lattice)
+            o.lattice = (batchfit_lattice_kind)7;
         batchfit_step failing = failing_step();
         batchfit_device *d = NULL;
         if (batchfit_device_open(ctx, m->spec, &d) == BATCHFIT_OK)
@@ -245,6 +248,23 @@ TEST(probe_ranks_a_failing_rank_stops_every_rank)
         CHECK_EQ(m[i].rc, BATCHFIT_E_ABORTED);
         CHECK_CONTAINS(m[i].error, "rank 1 (no device) failed: bad hyperparameters");
         CHECK_EQ(m[i].result->trial_count, 0);
+    }
+    CHECK_EQ(job.calls, RANKS);
+    free_members(m);
+
+    /* Options the library refuses on one rank (no such lattice): that rank
+     * joins the first exchange too (it returned at once, and the others
+     * waited there for ever). */
+    memset(m, 0, sizeof m);
+    m[2].bad_lattice = 1;
+    run_job(&job, m);
+    CHECK_EQ(m[2].rc, BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(m[2].error, "unknown lattice 7");
+    for (int i = 0; i < RANKS; i++) {
+        if (i == 2)
+            continue;
+        CHECK_EQ(m[i].rc, BATCHFIT_E_ABORTED);
+        CHECK_CONTAINS(m[i].error, "rank 2 (no device) failed: options: unknown lattice 7");
     }
     CHECK_EQ(job.calls, RANKS);
     free_members(m);
