@@ -210,6 +210,25 @@ TEST(probe_ranks_refuse_devices_that_differ)
     free_members(m);
 }
 
+/* Rank refused ended with code, before any trial; every other rank stopped
+ * with ABORTED naming it (said), after one exchange each. */
+static void refused_before_any_trial(const thread_job *job, const member *m, int refused, int code,
+                                     const char *said)
+{
+    CHECK_EQ(m[refused].rc, code);
+    CHECK_CONTAINS(said, m[refused].error);
+    for (int i = 0; i < RANKS; i++) {
+        if (i == refused)
+            continue;
+        CHECK_EQ(m[i].rc, BATCHFIT_E_ABORTED);
+        CHECK_CONTAINS(m[i].error, said);
+        CHECK(m[i].result != NULL);
+        if (m[i].result)
+            CHECK_EQ(m[i].result->trial_count, 0);
+    }
+    CHECK_EQ(job->calls, RANKS);
+}
+
 /* A rank whose trial fails with a bug ends with that error; the others
  * stop with ABORTED naming it. A rank that refuses to probe stops the
  * others before any trial. */
@@ -240,16 +259,8 @@ TEST(probe_ranks_a_failing_rank_stops_every_rank)
     memset(m, 0, sizeof m);
     m[1].refuse = 1;
     run_job(&job, m);
-    CHECK_EQ(m[1].rc, BATCHFIT_E_PARSE);
-    CHECK_CONTAINS(m[1].error, "bad hyperparameters");
-    for (int i = 0; i < RANKS; i++) {
-        if (i == 1)
-            continue;
-        CHECK_EQ(m[i].rc, BATCHFIT_E_ABORTED);
-        CHECK_CONTAINS(m[i].error, "rank 1 (no device) failed: bad hyperparameters");
-        CHECK_EQ(m[i].result->trial_count, 0);
-    }
-    CHECK_EQ(job.calls, RANKS);
+    refused_before_any_trial(&job, m, 1, BATCHFIT_E_PARSE,
+                             "rank 1 (no device) failed: bad hyperparameters");
     free_members(m);
 
     /* Options the library refuses on one rank (no such lattice): that rank
@@ -258,15 +269,8 @@ TEST(probe_ranks_a_failing_rank_stops_every_rank)
     memset(m, 0, sizeof m);
     m[2].bad_lattice = 1;
     run_job(&job, m);
-    CHECK_EQ(m[2].rc, BATCHFIT_E_INVALID_ARGUMENT);
-    CHECK_CONTAINS(m[2].error, "unknown lattice 7");
-    for (int i = 0; i < RANKS; i++) {
-        if (i == 2)
-            continue;
-        CHECK_EQ(m[i].rc, BATCHFIT_E_ABORTED);
-        CHECK_CONTAINS(m[i].error, "rank 2 (no device) failed: options: unknown lattice 7");
-    }
-    CHECK_EQ(job.calls, RANKS);
+    refused_before_any_trial(&job, m, 2, BATCHFIT_E_INVALID_ARGUMENT,
+                             "rank 2 (no device) failed: options: unknown lattice 7");
     free_members(m);
 }
 
