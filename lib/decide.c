@@ -29,31 +29,9 @@ void batchfit_options_init(batchfit_options *opts)
  * program built against that header passes this struct_size. */
 #define OPTIONS_SIZE_BEFORE_CACHED_BUDGET offsetof(batchfit_options, cached_budget_bytes)
 
-static int check_options(batchfit_ctx *ctx, const batchfit_options *opts);
-
-int batchfit__options_take(batchfit_ctx *ctx, const batchfit_options **opts,
-                           batchfit_options *own)
-{
-    const batchfit_options *in = *opts;
-    /* "At least this big" (include/batchfit.h): a struct from an older
-     * header is copied as far as it goes, and the fields past it keep
-     * their defaults; the library reads only the copy. */
-    if (!in || in->struct_size < OPTIONS_SIZE_BEFORE_CACHED_BUDGET)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "options: not initialised with batchfit_options_init()");
-    batchfit_options_init(own);
-    size_t size = in->struct_size < sizeof *own ? in->struct_size : sizeof *own;
-    memcpy(own, in, size);
-    own->struct_size = sizeof *own;
-    *opts = own;
-    return check_options(ctx, own);
-}
-
+/* The fields of options already copied whole (batchfit__options_take). */
 static int check_options(batchfit_ctx *ctx, const batchfit_options *opts)
 {
-    if (!opts || opts->struct_size < sizeof *opts)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                              "options: not initialised with batchfit_options_init()");
     if (opts->lattice != BATCHFIT_LATTICE_EVERY && opts->lattice != BATCHFIT_LATTICE_MULTIPLE &&
         opts->lattice != BATCHFIT_LATTICE_POW2)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "options: unknown lattice %d",
@@ -104,6 +82,25 @@ static int check_options(batchfit_ctx *ctx, const batchfit_options *opts)
                               "options: unknown no_device policy %d", (int)opts->no_device);
     return BATCHFIT_OK;
 }
+
+int batchfit__options_take(batchfit_ctx *ctx, const batchfit_options **opts,
+                           batchfit_options *own)
+{
+    const batchfit_options *in = *opts;
+    /* "At least this big" (include/batchfit.h): a struct from an older
+     * header is copied as far as it goes, and the fields past it keep
+     * their defaults; the library reads only the copy. */
+    if (!in || in->struct_size < OPTIONS_SIZE_BEFORE_CACHED_BUDGET)
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "options: not initialised with batchfit_options_init()");
+    batchfit_options_init(own);
+    size_t size = in->struct_size < sizeof *own ? in->struct_size : sizeof *own;
+    memcpy(own, in, size);
+    own->struct_size = sizeof *own;
+    *opts = own;
+    return check_options(ctx, own);
+}
+
 
 static int is_pow2(uint64_t x)
 {

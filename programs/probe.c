@@ -334,11 +334,6 @@ static int run(session *s)
     return exit_code;
 }
 
-/* A rank that refused its options still takes part in the job: the
- * others wait for it at their first exchange (--parallel) or at the
- * agreement, and under a launcher that does not end the job when one
- * task exits they waited for ever. It joins both, as a refusal found
- * later does, and every rank ends naming it. */
 /* The JSON asked for, saying the options were refused (unless its own
  * target is what is wrong). */
 static void export_refusal(session *s, const char *path)
@@ -349,6 +344,11 @@ static void export_refusal(session *s, const char *path)
         probe_export_json(s, 1);
 }
 
+/* A rank that refused its options still takes part in the job: the
+ * others wait for it at their first exchange (--parallel) or at the
+ * agreement, and under a launcher that does not end the job when one
+ * task exits they waited for ever. It joins both, as a refusal found
+ * later does, and every rank ends naming it. */
 static int refused_under_mpi(session *s, int parallel, int exit_code, const char *path)
 {
     if (probe_mpi_start(&s->mpi) >= 0) {

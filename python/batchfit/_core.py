@@ -360,6 +360,11 @@ def _count(value: Optional[int], what: str, allow_none: bool = True, least: int 
     return n
 
 
+def _numpy_bool(value: Any) -> bool:
+    """Whether value is a numpy bool (numpy.bool_, a 0-d bool array), without importing numpy."""
+    return getattr(getattr(value, "dtype", None), "kind", None) == "b"
+
+
 def _small(value: Any, what: str) -> int:
     """A count the C side keeps in an unsigned int: refused past it, never wrapped."""
     n = _count(value, what, allow_none=False)
@@ -401,8 +406,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     opts.requested_max = _count(max_batch_size, "max_batch_size")
     opts.min_batch = _count(minimum, "minimum", least=1)
     opts.samples = _count(sample_count, "sample_count")
-    is_bool = isinstance(lattice, bool) or getattr(getattr(lattice, "dtype", None), "kind",
-                                                   None) == "b"
+    is_bool = isinstance(lattice, bool) or _numpy_bool(lattice)
     if not is_bool and not isinstance(lattice, (str, float)) and hasattr(lattice, "__index__"):
         try:
             lattice = operator.index(lattice)  # numpy integers too
@@ -455,7 +459,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     opts.first_guess = _count(estimate, "estimate")
     # A flag: "no" and 0.0 are no one's True (the string "no" turned the cache on); a numpy
     # bool is one.
-    if getattr(getattr(cache, "dtype", None), "kind", None) == "b":
+    if _numpy_bool(cache):
         cache = bool(cache)
     if not isinstance(cache, bool):
         raise error_for(1, f"cache: expected True or False, got {cache!r}")
