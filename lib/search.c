@@ -896,6 +896,8 @@ static double remembered_slope(const search *s)
  * a remembered curve, go where it crosses the threshold, and no further than
  * where its slope through the failure's need does: a changed budget moves
  * the answer along the same curve. Otherwise start from the minimum. */
+static int64_t propose_after_misses(const search *s);
+
 static int64_t propose_without_points(const search *s)
 {
     double slope = remembered_slope(s);
@@ -913,6 +915,18 @@ static int64_t propose_without_points(const search *s)
             target = below;
     }
     int64_t c = index_floor_of(s, target);
+    /* A failure that said nothing of what it needed (a MemoryError) at a
+     * size the curve puts under the budget, a draw of the spread over it
+     * included: the curve is refuted there, and clamped under that failure
+     * it stepped down one size a trial (9718, 9717, 9716, 9715 out of
+     * memory after the program grew a hundredfold). Placed as if nothing
+     * were remembered. */
+    if (s->lo < 0 && !(s->hi_need > 0.0)) {
+        double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
+        double then = fit->intercept_bytes + slope * fail_x;
+        if (then * (1.0 + s->spread) < s->budget)
+            return propose_after_misses(s);
+    }
     /* Inside the bracket: with fits that read no peak, lo may already stand
      * above the minimum, and proposing it again ran it thirty times. */
     return clamp_inside(s, c < 0 ? 0 : c);
@@ -2269,11 +2283,21 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
     int collinear = v->collinear, line_reaches_lo = v->line_reaches_lo;
     batchfit_fit fit = v->fit;
     if (s->misses >= 2) {
-        /* After repeated misses, bisect so the worst case stays bounded. */
-        *next = propose_gallop(s);
+        /* After repeated misses, bisect so the worst case stays bounded;
+         * before anything fitted, the readings of the sizes that finished
+         * over the budget place the crossing as needs do (halving from a
+         * first guess a million times too large, each trial finishing over
+         * the budget and reading its exact peak, ran sixteen of them). */
+        *next = s->lo < 0 ? propose_after_misses(s) : propose_gallop(s);
         return 0;
     }
-    if (s->misses) {
+    /* One point and nothing fitted: the point is a size that finished over
+     * the budget, read to its end. Where it read over twice the aim, half
+     * that size fails too on any line with a non-negative intercept, and
+     * the one-point rule below carries the reading down to the crossing as
+     * it carries a fit up (the bracket's middle halved 9718 to 4859, then
+     * on, after a program grew a hundredfold). */
+    if (s->misses && !(n == 1 && s->lo < 0 && top_y > 2.0 * s->aim)) {
         /* With one point, the baseline bounds the per-sample slope from above. */
         if (n == 1 && s->result->baseline_known && top_y > (double)s->result->baseline_bytes)
             slope = (top_y - (double)s->result->baseline_bytes) / top_x;
@@ -2290,7 +2314,7 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
         double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
         double grown = top_y - base;
         /* The allocation granule divides both, hence what grew. */
-        double g = s->result->baseline_known && grown > 0.0
+        double g = s->result->baseline_known && base > 0.0 && grown > 0.0
                        ? (double)gcd_u64(bytes_u64(top_y), bytes_u64(base))
                        : 0.0;
         if (!(grown > 0.0) || grown < declared) {

@@ -25,6 +25,8 @@ typedef struct curve_oracle {
     int report_peak;
     int report_need;            /* an out-of-memory trial needed at least the capacity (a kill) */
     int report_exact_need;      /* an out-of-memory trial says what it needed (a framework) */
+    int finishes_over;          /* a trial over the capacity runs to its end and reads its
+                                   peak (a step that returns what it reserved) */
     double wander;              /* relative accounting wander, fixed per batch size (+-) */
     unsigned wander_salt;       /* another draw of that wander (0: the first) */
     double cold_start;          /* bytes the first trial reads on top (a cold cache) */
@@ -97,7 +99,7 @@ static int curve_trial(void *userdata, uint64_t batch, batchfit_trial *t)
         snprintf(t->message, sizeof t->message, "CUDA out of memory");
         return 0;
     }
-    if (peak > o->capacity) {
+    if (peak > o->capacity && !o->finishes_over) {
         t->outcome = BATCHFIT_OOM;
         t->peak_known = o->report_need;
         t->peak_bytes = o->report_need ? (uint64_t)(o->capacity * (1.0 + o->overshoot)) : 0;
@@ -700,6 +702,68 @@ TEST(search_model_an_estimate_far_too_large_does_not_halve_its_way_down)
         c.report_exact_need = said;
         /* floor((285 * 0.95 / 1.05 - 30) * 1024 / 200) = 1166, within the wander */
         first_guess_search(&c, 100000, 1164, 1167, 7);
+    }
+}
+
+/* A first guess a million times too large (1048576, where 100 MiB + 10 MiB
+ * a sample fits 82 under 1 GiB and the host's 5%) on a step that runs to
+ * its end over the budget and reads its peak (as a Python step returning
+ * what it reserved does): each of those readings is the curve itself. The
+ * search halved from it for sixteen trials, the model treating them as
+ * points it had no fit below; the two readings place the crossing. */
+TEST(search_model_sizes_that_finish_over_the_budget_place_the_crossing)
+{
+    curve_oracle c = measured_line(100.0 * 1048576.0, 10.0 * 1048576.0, 1024.0 * 1048576.0);
+    c.finishes_over = 1;
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.first_guess = 1048576;
+    o.requested_max = 1048576;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK_EQ(r->trials[0].batch, 1048576);
+    CHECK(r->trials[0].over_budget);
+    /* floor((1024 * 0.95 / 1.05 - 100) / 10) = 82 */
+    CHECK_EQ(r->batch_size, 82);
+    CHECK(r->trial_count <= 6);
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+/* A remembered answer a hundred times too large: the program behind the
+ * cache key grew from 10 MiB + 1 MiB a sample (9718 fitted under 10 GiB)
+ * to 100 MiB a sample. A failure that says nothing of what it needed (a
+ * MemoryError) refutes the remembered curve at the remembered size; held
+ * under that failure, the curve stepped down one size a trial (9718, 9717,
+ * 9716, 9715, then halving and a size under each half: 20 trials). A run
+ * over the budget read to its end (its peak 100 times the curve's) is one
+ * point: with a baseline of 0 its "granule" was the whole reading, which
+ * put the crossing below the minimum, and the search halved (11 trials). */
+TEST(search_model_a_remembered_size_far_too_large_is_left_at_once)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        curve_oracle c = measured_line(10.0 * 1048576.0, 100.0 * 1048576.0, 10240.0 * 1048576.0);
+        c.finishes_over = variant;
+        c.report_need = 0;
+        batchfit_options o;
+        batchfit_options_init(&o);
+        o.cached_batch = 9718;
+        o.cached_fit.valid = 1;
+        o.cached_fit.points = 4;
+        o.cached_fit.intercept_bytes = 10.0 * 1048576.0;
+        o.cached_fit.bytes_per_sample = 1048576.0;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+        CHECK_EQ(r->trials[0].batch, 9718);
+        /* floor((10240 * 0.95 / 1.05 - 10) / 100) = 92 */
+        CHECK_EQ(r->batch_size, 92);
+        CHECK(r->trial_count <= (variant ? 3u : 6u));
+        for (size_t k = 1; k < r->trial_count; k++)
+            CHECK(r->trials[k].batch < 9000);
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
     }
 }
 
