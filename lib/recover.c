@@ -89,20 +89,47 @@ static int no_plan(batchfit_recover *r, int code, uint64_t micro)
                           code == BATCHFIT_E_MIN_DOES_NOT_FIT ? "; giving up" : "");
 }
 
+/* A plan with micro-batches of at most micro, or, where the global batch
+ * does not split that finely with every micro-batch at least the minimum,
+ * the plan of the smallest size above micro and under below that does (11
+ * with a minimum of 4 halves to 5, which leaves 5 + 5 + 1 or 4 + 4 + 3;
+ * 6 + 5 splits it). Each miss moves on to the next size that takes one
+ * accumulation step fewer. below 0: micro alone. */
+static int plan_near(batchfit_recover_plan *p, uint64_t global, uint64_t micro, uint64_t below,
+                     uint64_t min)
+{
+    while (!make_plan(p, global, micro, min)) {
+        uint64_t k = global / micro + (global % micro != 0);
+        if (k <= 1)
+            return 0;
+        micro = global / (k - 1) + (global % (k - 1) != 0);
+        if (micro >= below)
+            return 0;
+    }
+    return 1;
+}
+
 /* The plan becomes the new one only once the resize callback took it: a
  * refusal leaves the plan the data pipeline still has (it was the new
- * one, which the pipeline never got). */
-static int apply(batchfit_recover *r, uint64_t micro, const char *why)
+ * one, which the pipeline never got). below: as plan_near's. */
+static int apply(batchfit_recover *r, uint64_t micro, uint64_t below, const char *why)
 {
     batchfit_recover_plan next;
-    if (!make_plan(&next, r->opts.global_batch, micro, r->opts.min_batch))
+    if (!plan_near(&next, r->opts.global_batch, micro, below, r->opts.min_batch))
         return no_plan(r, BATCHFIT_E_MIN_DOES_NOT_FIT, micro);
+    char near[192] = "";
+    if (next.micro_batch > micro)
+        snprintf(near, sizeof near,
+                 " (not to %llu: %llu is the nearest size that splits the global batch with "
+                 "every micro-batch at least %llu)",
+                 (unsigned long long)micro, (unsigned long long)next.micro_batch,
+                 (unsigned long long)r->opts.min_batch);
     batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
                   "recover: micro-batch %llu x %u accumulation steps (the last of %llu) keeps the "
-                  "effective batch at %llu: %s",
+                  "effective batch at %llu: %s%s",
                   (unsigned long long)next.micro_batch, next.accumulation,
                   (unsigned long long)next.last_micro_batch,
-                  (unsigned long long)next.effective_batch, why);
+                  (unsigned long long)next.effective_batch, why, near);
     if (r->opts.resize && r->opts.resize(&next, r->opts.userdata) != 0)
         return batchfit__fail(r->ctx, BATCHFIT_E_ABORTED,
                               "recover: the resize callback stopped training at micro-batch %llu; "
@@ -194,7 +221,7 @@ int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
     /* Growing only once the pipeline took the larger plan: after a
      * refusal the next out of memory was read as a failed grow, and it
      * "went back" to the very plan it had. */
-    int rc = apply(r, target, why);
+    int rc = apply(r, target, 0, why);
     if (rc == BATCHFIT_OK) {
         r->growing = 1;
         if (changed)
@@ -235,7 +262,7 @@ static int recover_oom(batchfit_recover *r, uint64_t available_bytes)
                  "out of memory after growing to %llu: back to %llu, next attempt after %u clean "
                  "steps",
                  (unsigned long long)m, (unsigned long long)back, r->grow_wait);
-        return apply(r, back, why);
+        return apply(r, back, m, why);
     }
     if (m <= r->opts.min_batch)
         return batchfit__fail(r->ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
@@ -274,5 +301,5 @@ static int recover_oom(batchfit_recover *r, uint64_t available_bytes)
         next = m - 1;
     /* What ran clean before no longer tells what fits now. */
     r->last_good_micro = 0;
-    return apply(r, next, why);
+    return apply(r, next, m, why);
 }

@@ -302,10 +302,33 @@ TEST(recover_last_micro_batch_holds_the_minimum)
     CHECK_EQ(p->micro_batch, 10); /* 8 is 6 again: the probed size */
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK); /* too hopeful: back to 6 */
     CHECK_EQ(p->micro_batch, 6);
+    /* Halved to 3, held at the minimum of 4, 10 leaves 4 + 4 + 2: 5 + 5 is
+     * the nearest split under 6 (it gave up here, a size too soon). */
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 5);
+    CHECK_EQ(p->last_micro_batch, 5);
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_MIN_DOES_NOT_FIT); /* 4 + 4 + 2 */
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "does not split");
-    CHECK_EQ(p->micro_batch, 6);
+    CHECK_EQ(p->micro_batch, 5);
     batchfit_recover_free(r);
+    /* Out of memory where the half does not split but a size between it
+     * and the micro-batch does: 11 at least 4 halves to 5 (5 + 5 + 1, 4 +
+     * 4 + 3), and 6 + 5 splits it; 7 at least 3 to 4 + 3; 13 at least 5 to
+     * 7 + 6. Training went on (it gave up, with a split at hand). */
+    static const struct {
+        uint64_t global, min, micro, last;
+    } nearest[] = {{11, 4, 6, 5}, {7, 3, 4, 3}, {13, 5, 7, 6}, {100, 40, 50, 50}};
+    for (size_t i = 0; i < sizeof nearest / sizeof nearest[0]; i++) {
+        rs.min = nearest[i].min;
+        r = make(ctx, nearest[i].global, nearest[i].global, &rs, NULL);
+        CHECK(r != NULL);
+        p = batchfit_recover_get(r);
+        CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+        CHECK_EQ(p->micro_batch, nearest[i].micro);
+        CHECK_EQ(p->accumulation, 2);
+        CHECK_EQ(p->last_micro_batch, nearest[i].last);
+        batchfit_recover_free(r);
+    }
     /* Plans at creation: the largest micro-batch that splits, found at once
      * however far below the size asked for (not size by size); refused
      * where none splits or the steps would not fit the plan's count. */
