@@ -5,6 +5,7 @@ tells out-of-memory from bugs, and turns return codes into exceptions."""
 from __future__ import annotations
 
 import ctypes
+import errno
 import gc
 import logging
 import math
@@ -50,9 +51,13 @@ def is_out_of_memory(exc: BaseException) -> bool:
     message carries one of the signatures by which ``batchfit probe -- COMMAND`` reads a child's
     output (the library's table: PyTorch's CUDA and CPU allocators, cuBLAS, cuDNN, including
     its CUDNN_STATUS_NOT_SUPPORTED under memory pressure, and the generic "out of memory" that
-    MPS's and XPU's messages carry, ...), so that a step and a command are judged alike.
-    Anything else is a bug, which stops a search."""
+    MPS's and XPU's messages carry, ...), so that a step and a command are judged alike; or an
+    ``OSError`` with ``errno.ENOMEM`` (a fork, an ``mmap`` or a DataLoader worker refused for
+    memory: "Cannot allocate memory", which a command's output is read as too). Anything else
+    is a bug, which stops a search."""
     if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
         return True
     torch = sys.modules.get("torch")
     if torch is not None:

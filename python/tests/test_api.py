@@ -1,5 +1,6 @@
 """The Python package over the library, with plain-Python steps (no torch needed)."""
 import argparse
+import errno
 import gc
 import json
 import os
@@ -253,6 +254,11 @@ def test_ctrl_c_at_any_moment_of_a_probe_is_raised():
     (RuntimeError("XPU out of memory. Tried to allocate 2.00 GiB"), True),
     (RuntimeError("step 3\nCUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"), True),
     (RuntimeError("no out of memory errors"), False),
+    # A fork or a DataLoader worker refused for memory: "Cannot allocate memory" is out of
+    # memory in a command's output, and was a bug in-process.
+    (OSError(errno.ENOMEM, "Cannot allocate memory"), True),
+    (BlockingIOError(errno.ENOMEM, "Cannot allocate memory"), True),
+    (OSError(errno.ENOENT, "No such file or directory"), False),
     (ValueError("out of memory"), False),
     (KeyError("oom"), False),
 ])
