@@ -658,25 +658,34 @@ static void stop_trial(batchfit__runner *r, pid_t pgid)
     batchfit__cgroup_kill(&r->cg);
 }
 
-/* Kills whatever of the trial is still alive (stop_trial), removes its
- * cgroup, then reaps what became our children. */
-static void kill_everything(batchfit__runner *r, pid_t pgid)
+/* Kills whatever of the trial is still alive (stop_trial) and reaps what
+ * became our children, raising *hwm (when not NULL) to the largest
+ * high-water RSS among them: a process whose parent exited before it did
+ * (a daemonised worker, a forkserver's) was reparented to us, and what it
+ * held shows in no wait4 of the trial's own. */
+static void reap_trial(batchfit__runner *r, pid_t pgid, uint64_t *hwm)
 {
     stop_trial(r, pgid);
     const batchfit__proc_tree *tree = &r->tree;
-    batchfit__cgroup_destroy(&r->cg);
     /* Those that were reparented to us are our children now: reap them
-     * (waitpid fails at once with ECHILD for any that are not). */
+     * (wait4 fails at once with ECHILD for any that are not). */
     for (unsigned i = 0; i < tree->count; i++)
         if (tree->member[i].pid != pgid)
-            while (waitpid((pid_t)tree->member[i].pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+            batchfit__proc_reap(tree->member[i].pid, hwm);
     /* Descendants no sample saw (born and orphaned between two samples, or
      * past a walk that could not grow) are orphans reparented to us: kill
      * them, and their children become ours in turn. */
     for (int round = 0;
-         round < 64 && batchfit__proc_reap_children(r->spare, r->spare_count) > 0; round++)
+         round < 64 && batchfit__proc_reap_children(r->spare, r->spare_count, hwm) > 0; round++)
         ;
+}
+
+/* Kills and reaps whatever of the trial is left and removes its cgroup. */
+static void kill_everything(batchfit__runner *r, pid_t pgid)
+{
+    stop_trial(r, pgid);
+    batchfit__cgroup_destroy(&r->cg);
+    reap_trial(r, pgid, NULL);
 }
 
 typedef struct watch {
@@ -698,6 +707,7 @@ typedef struct watch {
     struct rusage usage;
     uint64_t sampled_peak;
     uint64_t main_hwm;    /* the main process's VmHWM at its last sample */
+    uint64_t reaped_hwm;  /* the largest high-water RSS of the others, as reaped */
     uint64_t rss_at_fork; /* ours, the most its image held before exec */
     uint64_t watchdog_seen;  /* the sample that passed its threshold */
     uint64_t watchdog_limit; /* that threshold: the budget, or the --enforce cap */
@@ -902,9 +912,14 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
  * - the main process's kernel-tracked high-water RSS: VmHWM at its last
  *   sample, and ru_maxrss where it exceeds our own RSS at fork (ru_maxrss
  *   also counts the copy of batchfit forked before exec, which can be no
- *   larger than that). Both count the files it maps but no cache it only
- *   read or wrote; with a cgroup they are capped by the cgroup's own
- *   high-water mark.
+ *   larger than that, and the descendants the main process waited for);
+ * - the high-water RSS of every other process of the trial, as reaped:
+ *   one orphaned to us (its parent exited first) is in no wait4 of the
+ *   main process's, and a spike of its own between two samples was read
+ *   as nothing (a grandchild touching 183 MiB for a few milliseconds under
+ *   a 172 MiB threshold: accepted at 126 MiB).
+ *   These count the files mapped but no cache only read or written; with
+ *   a cgroup they are capped by the cgroup's own high-water mark.
  * The kernel mark less the file pages left at the end was not used: it is
  * wrong both ways (a deleted temporary file leaves none; a file read after
  * the anonymous peak leaves more than there were at the peak). */
@@ -914,6 +929,8 @@ static uint64_t host_peak(const batchfit__runner *r, const watch *w, batchfit_tr
     int rusage_usable = d->rusage_peak_bytes > w->rss_at_fork;
     if (rusage_usable && d->rusage_peak_bytes > exact)
         exact = d->rusage_peak_bytes;
+    if (w->reaped_hwm > exact)
+        exact = w->reaped_hwm;
     d->peak_source = !r->cg.path[0]       ? "rusage+sampling"
                      : r->cg.version == 2 ? "cgroup-v2 anon+shmem sampling, high-water RSS"
                                           : "cgroup-v1 rss+shmem sampling, high-water RSS";
@@ -1383,6 +1400,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                       "or the probe was interrupted",
                       (unsigned long long)r->show_dropped, (unsigned long long)batch);
     trial->seconds = batchfit__now() - w.start;
+    reap_trial(r, pid, &w.reaped_hwm);
     classify(r, &w, o, trial);
     kill_everything(r, pid);
     batchfit__guard_stop(&r->guard);

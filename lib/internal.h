@@ -226,6 +226,9 @@ int batchfit__sim_alloc(batchfit_device *device, uint64_t bytes);
 void batchfit__sim_free(batchfit_device *device, uint64_t bytes);
 /* Bytes a sim device has allocated for steps (ballast excluded). */
 uint64_t batchfit__sim_in_use(const batchfit_device *device);
+/* Whether a sim device's spec describes its synthetic step (fixed,
+ * per_sample, a jump or noise): keys a step of the caller's own ignores. */
+int batchfit__sim_has_profile(const batchfit_device *device);
 
 /* device_sim.c, device_host.c, device_cuda.c */
 int batchfit__sim_open(batchfit_ctx *ctx, const char *params, batchfit_device *dev);
@@ -386,8 +389,12 @@ int batchfit__missing_interpreter(const char *path, char *interp, size_t len);
  * and those in this process's own session (a trial runs in a session of
  * its own). As a child subreaper, the orphans of a trial are ours. Returns
  * how many. No allocation, so it cleans up after a watch that could not
- * grow. */
-unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count);
+ * grow. hwm, when not NULL, is raised to the largest high-water RSS
+ * (ru_maxrss) of those reaped. */
+unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count, uint64_t *hwm);
+/* Reaps the child pid (retrying on EINTR; nothing where it is not ours),
+ * raising *hwm (when not NULL) to its high-water RSS. */
+void batchfit__proc_reap(long pid, uint64_t *hwm);
 /* This process's children now (zombies only in this process's own
  * session: the caller's to reap; one outside it is a trial's late orphan),
  * up to max of them into pids; returns how many. No allocation. */

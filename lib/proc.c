@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -431,7 +432,19 @@ unsigned batchfit__proc_children(long *pids, unsigned max)
 typedef struct reaping {
     const long *spare;
     unsigned spare_count, killed;
+    uint64_t *hwm;
 } reaping;
+
+void batchfit__proc_reap(long pid, uint64_t *hwm)
+{
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    pid_t got;
+    while ((got = wait4((pid_t)pid, NULL, 0, &ru)) < 0 && errno == EINTR)
+        ;
+    if (got == (pid_t)pid && hwm && (uint64_t)ru.ru_maxrss * 1024 > *hwm)
+        *hwm = (uint64_t)ru.ru_maxrss * 1024;
+}
 
 static int reap_child(long pid, char state, int in_our_session, void *userdata)
 {
@@ -440,15 +453,14 @@ static int reap_child(long pid, char state, int in_our_session, void *userdata)
     if (!trial_orphan(r->spare, r->spare_count, pid, in_our_session))
         return 0;
     kill((pid_t)pid, SIGKILL);
-    while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
-        ;
+    batchfit__proc_reap(pid, r->hwm);
     r->killed++;
     return 0;
 }
 
-unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count)
+unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count, uint64_t *hwm)
 {
-    reaping r = {spare, spare_count, 0};
+    reaping r = {spare, spare_count, 0, hwm};
     each_child(reap_child, &r);
     return r.killed;
 }

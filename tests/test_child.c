@@ -32,6 +32,29 @@ TEST(child_exit_zero_fits_with_a_measured_peak)
     }
 }
 
+/* A spike in an orphaned grandchild (its parent exited first: a daemonised
+ * worker, a forkserver's) between two samples: in no wait4 of the main
+ * process's, it read as nothing, and a reviewer's program was answered
+ * 365 where its cgroup's high-water mark was 203 MiB under a 200 MiB
+ * budget. Reaped by the runner, its high-water RSS counts. Sampled once a
+ * second, with a cgroup and without. */
+TEST(child_an_orphan_s_spike_between_samples_counts)
+{
+    for (int cg = 0; cg < 2; cg++) {
+        batchfit__runner_options o;
+        batchfit__runner_options_init(&o);
+        o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
+        o.sample_interval = 1.0;
+        const char *argv[] = {tool(), "orphan-spike", "96", NULL};
+        batchfit_trial t;
+        CHECK_EQ(trial(&o, argv, 3, &t), BATCHFIT_OK);
+        CHECK_EQ(t.outcome, BATCHFIT_FITS);
+        CHECK(t.peak_known);
+        CHECK(t.peak_bytes >= (UINT64_C(96) << 20));
+        CHECK(t.peak_bytes < (UINT64_C(120) << 20));
+    }
+}
+
 TEST(child_every_oom_signature_is_out_of_memory)
 {
     const char *source, *example;

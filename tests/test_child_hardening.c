@@ -956,7 +956,7 @@ TEST(child_only_children_outside_the_caller_s_session_are_reaped)
     started += start_waiting_children(&other, 1, hold, 2);
     close(hold[0]);
     CHECK_EQ(started, 3u);
-    unsigned killed = batchfit__proc_reap_children(spare, spare_count);
+    unsigned killed = batchfit__proc_reap_children(spare, spare_count, NULL);
     int same_alive = alive((long)same), group_alive = alive((long)group);
     errno = 0;
     int other_reaped = waitpid(other, NULL, WNOHANG) < 0 && errno == ECHILD;

@@ -305,6 +305,20 @@ int main(int argc, char **argv)
         waitpid(worker, &status, 0);
         return 0;
     }
+    if (strcmp(mode, "orphan-spike") == 0 && argc > 2) {
+        /* A child forks a grandchild and exits; the grandchild, orphaned,
+         * touches argv[2] MiB and exits at once (a spike no sampling sees);
+         * the main process waits for the child, then lives on a while. */
+        pid_t child = fork();
+        if (child == 0) {
+            if (fork() == 0)
+                _exit(touch_alloc((size_t)atol(argv[2]) << 20) ? 0 : 1);
+            _exit(0);
+        }
+        waitpid(child, NULL, 0);
+        sleep_ms(300);
+        return 0;
+    }
     if (strcmp(mode, "flood") == 0 && argc > 2) {
         long mib = atol(argv[2]);
         char line[128];
