@@ -24,6 +24,7 @@ typedef struct sim_state {
     uint64_t ballast;
     uint64_t in_use;
     uint64_t peak;
+    int allocated; /* a step allocated through the device since peak_begin */
     uint64_t fixed;
     uint64_t per_sample;
     uint64_t granule;
@@ -96,11 +97,17 @@ static void sim_peak_begin(batchfit_device *dev)
 {
     sim_state *s = dev->backend;
     s->peak = s->in_use;
+    s->allocated = 0;
 }
 
+/* The device measures only what is allocated through it (its synthetic
+ * step's memory, and what ran there before): a step that allocated
+ * nothing there is not measured, and its peak is not 0. */
 static int sim_peak_end(batchfit_device *dev, uint64_t *peak)
 {
     sim_state *s = dev->backend;
+    if (!s->allocated && s->peak == 0)
+        return BATCHFIT_E_NOT_FOUND;
     *peak = s->peak;
     return BATCHFIT_OK;
 }
@@ -125,6 +132,7 @@ int batchfit__sim_alloc(batchfit_device *device, uint64_t bytes)
     if (rounded > sim_free_bytes(s))
         return -1;
     s->in_use += rounded;
+    s->allocated = 1;
     if (s->in_use > s->peak)
         s->peak = s->in_use;
     return 0;
@@ -137,6 +145,12 @@ void batchfit__sim_free(batchfit_device *device, uint64_t bytes)
         return;
     uint64_t rounded = round_up(bytes, s->granule);
     s->in_use = rounded > s->in_use ? 0 : s->in_use - rounded;
+}
+
+int batchfit__sim_has_profile(const batchfit_device *device)
+{
+    const sim_state *s = sim_of(device);
+    return s && (s->fixed || s->per_sample || s->jump_count || s->noise > 0.0);
 }
 
 uint64_t batchfit__sim_in_use(const batchfit_device *device)

@@ -53,6 +53,20 @@ static int step_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
                ops->peak_end(p->device, &peak) == BATCHFIT_OK) {
         trial->peak_known = 1;
         trial->peak_bytes = peak;
+    } else if (outcome == BATCHFIT_FITS && batchfit__sim_has_profile(p->device)) {
+        /* Those keys are the synthetic step's: a step of the caller's own
+         * allocates nothing there, and read as fitting with a peak of 0 it
+         * was run up to the search's limit (a batch of 1048576 of the
+         * caller's real model, on the host). Without them a sim device is
+         * a capacity, and the step's outcomes alone decide. */
+        return batchfit__fail(p->device->ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "the sim device's fixed, per_sample, jump and noise keys describe "
+                              "its synthetic step (the CLI's); the step ran at batch size %llu, "
+                              "allocated nothing through the device and reported no peak of its "
+                              "own: report one (PeakBytes from run() in Python, peak_known and "
+                              "peak_bytes in batchfit_step_report), leave those keys out, or "
+                              "probe a real device",
+                              (unsigned long long)batch);
     }
     if (outcome == BATCHFIT_OOM && p->step->on_oom)
         p->step->on_oom(p->state, batch);

@@ -295,6 +295,22 @@ def test_probe_batch_size_takes_a_plain_callable():
     assert result.batch_size == 33 and 34 in seen
 
 
+def test_a_step_on_a_sim_device_with_a_profile_must_report_its_peak():
+    # fixed= and per_sample= describe the sim's synthetic step: a step of one's own allocates
+    # nothing there, and read as peak 0 it was run up to a batch of 1048576 (on the host).
+    seen = []
+
+    class Step:
+        def run(self, batch):
+            seen.append(batch)
+
+    with pytest.raises(batchfit.InvalidArgument, match="reported no peak of its own") as info:
+        batchfit.measure_batch_size(Step, device="sim:capacity=1GiB,fixed=900MiB,"
+                                    "per_sample=100MiB")
+    assert seen == [1]
+    assert "PeakBytes" in str(info.value)
+
+
 def test_errors_carry_the_library_message():
     with pytest.raises(batchfit.InvalidArgument, match="sim"):
         probe(lambda: LinearStep(), device="sim:bogus=1")
