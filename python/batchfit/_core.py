@@ -535,6 +535,7 @@ class _StepCall:
         self.step: Any = None        # what runs (the owner, or what __enter__ returned)
         self.release_with: Optional[str] = None
         self.exception: Optional[BaseException] = None
+        self.released_badly = False  # the first exception kept came from release()
         self.cuda_index: Optional[int] = None
         self.torch: Any = None
         self.in_user_code = False    # the user's own code is running (see _SigintDuringProbe)
@@ -653,6 +654,8 @@ class _StepCall:
                 else:
                     self._user(owner.__exit__, type(exc), exc, exc.__traceback__)
         except BaseException as exc:
+            if self.exception is None:
+                self.released_badly = True
             self._keep(exc)
         finally:
             del owner
@@ -838,9 +841,15 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
         finally:
             sigint.take_back()  # on every path, while this call still holds the lock
     exc, call.exception = call.exception, None
+    released_badly = call.released_badly
     del call, step
     if sigint.interrupted and exc is None:
         exc = KeyboardInterrupt()
+    if exc is not None and rc != 0 and released_badly and exc.__context__ is None:
+        # release() raised on the way out of a probe the library had already ended with an
+        # error of its own (the minimum does not fit): that error is the context, as in an
+        # except block, so `except batchfit.MinimumDoesNotFit` is not the only way to see it.
+        exc.__context__ = error_for(rc, message, result)
     if exc is not None:
         _raise_step_exception(exc, result)
     if rc != 0:

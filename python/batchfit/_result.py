@@ -81,13 +81,22 @@ class Result:
         """The probe as a self-contained SVG (drawn by the library); written to ``path`` when
         given. Returns the SVG text."""
         from ._core import result_svg
-        from ._errors import error_for
+        from ._errors import OutputError, error_for
+        if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError(f"plot: path: expected a str, bytes or os.PathLike, not "
+                            f"{type(path).__name__}")
         if path is not None and not os.fspath(path):
             # As the CLI's --plot '': Path("") is ".", and writing it raised IsADirectoryError.
             raise error_for(1, f"plot: path {path!r}: an empty path names no file")
         svg = result_svg(self._json)
         if path is not None:
-            Path(path).write_text(svg, encoding="utf-8")
+            try:
+                Path(os.fsdecode(path)).write_text(svg, encoding="utf-8")
+            except OSError as exc:
+                # As the CLI's --plot: an output that cannot be written is OutputError (an
+                # OSError still), naming the path and why.
+                raise OutputError(f"plot: cannot write {os.fsdecode(path)!r}: "
+                                  f"{exc.strerror or exc}") from exc
         return svg
 
     def __repr__(self) -> str:

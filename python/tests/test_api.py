@@ -674,6 +674,32 @@ def test_plot_refuses_an_empty_path(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_plot_that_cannot_be_written_is_an_output_error(tmp_path):
+    # IsADirectoryError and FileNotFoundError came out as they were, where OutputError is what
+    # an answer's output that cannot be written raises (an OSError still).
+    result = probe(lambda: LinearStep())
+    for path in (tmp_path, tmp_path / "missing" / "p.svg"):
+        with pytest.raises(batchfit.OutputError, match="plot: cannot write") as info:
+            result.plot(path)
+        assert isinstance(info.value, OSError) and str(path) in str(info.value)
+    with pytest.raises(TypeError, match="plot: path"):
+        result.plot(3)
+    assert result.plot(os.fsencode(tmp_path / "p.svg")).startswith("<?xml")
+
+
+def test_a_release_error_keeps_the_probe_s_own_error_as_its_context():
+    # The minimum does not fit, then release() raises: the caller got a bare ValueError, and
+    # MinimumDoesNotFit only as an undocumented attribute's text.
+    class Step(LinearStep):
+        def release(self):
+            raise ValueError("release broke")
+
+    with pytest.raises(ValueError, match="release broke") as info:
+        probe(lambda: Step(limit=MIB))
+    assert isinstance(info.value.__context__, batchfit.MinimumDoesNotFit)
+    assert info.value.batchfit_result.batch_size is None
+
+
 def test_a_host_oom_message_is_not_what_the_trial_needed():
     # On the host nothing says what was in use: the allocation a message names ("Tried to
     # allocate 20.00 MiB") is not the trial's need, and read as one it warned that something
