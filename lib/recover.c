@@ -157,9 +157,28 @@ int batchfit_recover_create(batchfit_ctx *ctx, const batchfit_recover_options *o
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "recover: the minimum micro-batch %llu exceeds the global batch %llu",
                               (unsigned long long)min, (unsigned long long)opts->global_batch);
+    const batchfit_fit *f = &opts->fit;
+    /* A curve that is no curve (NaN, infinite or negative) was ignored
+     * without a word at the first out of memory. */
+    if (f->valid && (!isfinite(f->intercept_bytes) || !isfinite(f->bytes_per_sample) ||
+                     !isfinite(f->max_residual_bytes) || f->bytes_per_sample < 0.0 ||
+                     f->max_residual_bytes < 0.0))
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                              "recover: the fit (%g bytes + %g a sample, residual %g) is not a "
+                              "curve: its values must be finite, its slope and residual not "
+                              "negative",
+                              f->intercept_bytes, f->bytes_per_sample, f->max_residual_bytes);
     batchfit_recover *r = batchfit__calloc(&ctx->allocator, 1, sizeof *r);
     if (!r)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a recovery");
+    /* The step's minimum wins over the size asked for, with a warning: the
+     * probe may have found less fits. */
+    if (opts->micro_batch < min && min <= opts->global_batch)
+        batchfit__log(ctx, BATCHFIT_LOG_WARN,
+                      "recover: the starting micro-batch %llu is under the minimum of %llu; the "
+                      "minimum wins (it may not fit: a step that runs out of memory there gives "
+                      "up)",
+                      (unsigned long long)opts->micro_batch, (unsigned long long)min);
     r->ctx = ctx;
     r->opts = *opts;
     r->opts.min_batch = min;

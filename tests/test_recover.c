@@ -1,5 +1,7 @@
 #include "test.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -17,6 +19,20 @@ static int on_resize(const batchfit_recover_plan *plan, void *userdata)
     r->calls++;
     r->last = *plan;
     return r->stop;
+}
+
+typedef struct warnings {
+    int count;
+    char last[256];
+} warnings;
+
+static void count_warning(batchfit_log_level level, const char *message, void *userdata)
+{
+    warnings *w = userdata;
+    if (level >= BATCHFIT_LOG_WARN) {
+        w->count++;
+        snprintf(w->last, sizeof w->last, "%s", message);
+    }
 }
 
 static batchfit_recover *make(batchfit_ctx *ctx, uint64_t global, uint64_t micro, resizes *rs,
@@ -240,6 +256,32 @@ TEST(recover_rejects_bad_options_and_survives_allocation_failure)
                    "than 4294967295 accumulation steps");
     o.global_batch = 8;
     o.micro_batch = 4;
+    /* A fit that is no curve was ignored without a word at the first out
+     * of memory: refused, whatever is wrong with it. */
+    static const double bad[][3] = {
+        {NAN, 1.0, 0.0}, {0.0, INFINITY, 0.0}, {0.0, 1.0, NAN}, {0.0, -1.0, 0.0}, {0.0, 1.0, -1.0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.fit.valid = 1;
+        o.fit.intercept_bytes = bad[i][0];
+        o.fit.bytes_per_sample = bad[i][1];
+        o.fit.max_residual_bytes = bad[i][2];
+        CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+        CHECK(r == NULL);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "is not a curve");
+    }
+    o.fit.valid = 0;
+    /* The minimum wins over a smaller starting size, with a warning. */
+    warnings w = {0, ""};
+    batchfit_ctx_set_log(ctx, count_warning, &w, BATCHFIT_LOG_WARN);
+    o.global_batch = 10;
+    o.min_batch = 5;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_OK);
+    CHECK_EQ(batchfit_recover_get(r)->micro_batch, 5);
+    CHECK_EQ(w.count, 1);
+    CHECK_CONTAINS(w.last, "the starting micro-batch 4 is under the minimum of 5; the minimum wins");
+    batchfit_recover_free(r);
+    r = NULL;
+    o.global_batch = 8;
     batchfit_ctx_free(ctx);
     test_alloc_state st = {0, -1, 0, 0};
     ctx = test_ctx(&st);

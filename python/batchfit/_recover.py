@@ -51,6 +51,10 @@ class Recovery:
                  min_batch: int = 1, max_retries: int = 8, grow_after: int = 0,
                  fit: Union[Fit, Result, None] = None,
                  on_resize: Optional[Callable[[Plan], Any]] = None) -> None:
+        if on_resize is not None and not callable(on_resize):
+            # Taken, it failed only at the first out of memory, in the middle of training.
+            raise TypeError(f"Recovery: on_resize: expected a callable taking the new Plan, "
+                            f"got {type(on_resize).__name__} {on_resize!r}")
         self._ctx = _Context()
         self._ptr = c_void_p()
         self._on_resize = on_resize
@@ -75,7 +79,7 @@ class Recovery:
             opts.fit.intercept_bytes = fit.intercept_bytes
             opts.fit.bytes_per_sample = fit.bytes_per_sample
             opts.fit.max_residual_bytes = fit.max_residual_bytes
-            opts.fit.points = fit.points
+            opts.fit.points = _small(fit.points, "Recovery: fit.points")
         opts.resize = self._resize_fn
         try:
             self._ctx.check(lib.batchfit_recover_create(self._ctx.ptr, byref(opts),

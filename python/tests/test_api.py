@@ -944,6 +944,18 @@ def test_recovery_refuses_a_fit_of_another_type():
             batchfit.Recovery(global_batch=64, micro_batch=16, fit=bad)
 
 
+def test_recovery_refuses_a_fit_that_is_no_curve_and_a_callback_that_is_none():
+    # Each was taken, and failed (or was ignored) only at the first out of memory.
+    for bad in (batchfit.Fit(float("nan"), 1.0, 0.0, 3), batchfit.Fit(0.0, float("inf"), 0.0, 3),
+                batchfit.Fit(0.0, -1.0, 0.0, 3)):
+        with pytest.raises(batchfit.InvalidArgument, match="is not a curve"):
+            batchfit.Recovery(global_batch=64, micro_batch=16, fit=bad)
+    with pytest.raises(batchfit.InvalidArgument, match="fit.points"):
+        batchfit.Recovery(global_batch=64, micro_batch=16, fit=batchfit.Fit(0.0, 1.0, 0.0, -1))
+    with pytest.raises(TypeError, match="on_resize: expected a callable"):
+        batchfit.Recovery(global_batch=64, micro_batch=16, on_resize=5)
+
+
 def test_a_chained_exception_does_not_keep_the_step():
     refs = []
 
