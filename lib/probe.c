@@ -112,6 +112,17 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
     b->margin_bytes = opts->margin_bytes
                           ? opts->margin_bytes
                           : (uint64_t)((double)b->usable_bytes * opts->margin_fraction);
+    /* Nothing free is the device's state, not the margin's fault (it said
+     * "a margin of 0 B leaves nothing of the 0 B usable; give a smaller
+     * margin" to a caller who gave none). */
+    if (b->usable_bytes == 0) {
+        char total[32];
+        batchfit_format_bytes((double)b->total_bytes, total, sizeof total);
+        return batchfit__fail(ctx, BATCHFIT_E_DEVICE,
+                              "nothing of the %s of %s is free to probe (others hold it all); "
+                              "free memory there or probe another device",
+                              total, gpu ? gpu : batchfit_device_spec(device));
+    }
     /* A margin that swallows everything is a mistake in the input (as a
      * margin of 100% is), not a measurement that nothing fits. */
     if (b->margin_bytes >= b->usable_bytes) {

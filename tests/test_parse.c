@@ -178,6 +178,21 @@ TEST(parse_vram_limit_errors_name_the_source)
                  BATCHFIT_E_PARSE);
         CHECK_CONTAINS(err, "--vram-limit-gb");
     }
+    /* Each says what is wrong with it: 1e-9 and 1e30 are positive numbers,
+     * written with an exponent (both said "expected a positive number"). */
+    static const struct {
+        const char *text, *says;
+    } why[] = {{"1e-9", "written out without an exponent"},
+               {"1E30", "written out without an exponent"},
+               {"123456789012345678901234567890", "is too large"},
+               {"8589934592", "is too large"},
+               {"0.0000000001", "rounds to zero bytes"},
+               {"-2", "it must be positive"}};
+    for (size_t i = 0; i < sizeof why / sizeof why[0]; i++) {
+        CHECK_EQ(batchfit__resolve_vram_limit(why[i].text, NULL, &bytes, NULL, err, sizeof err),
+                 BATCHFIT_E_PARSE);
+        CHECK_CONTAINS(err, why[i].says);
+    }
     setenv("VRAM_LIMIT_GB", "lots", 1);
     CHECK_EQ(batchfit__resolve_vram_limit(NULL, NULL, &bytes, NULL, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "environment variable VRAM_LIMIT_GB");

@@ -271,6 +271,16 @@ TEST(probe_bad_input_builds_nothing)
     CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx), "margin");
     CHECK(device_is_clean(f.dev));
     fixture_close(&f);
+    /* A device others hold entirely is the device's state, not a margin's
+     * (it said "a margin of 0 B leaves nothing of the 0 B usable; give a
+     * smaller margin" to a caller who gave none). */
+    CHECK(fixture_open(&f, "sim:capacity=1GiB,used=1GiB"));
+    CHECK_EQ(fixture_probe(&f), BATCHFIT_E_DEVICE);
+    CHECK_EQ(f.step.builds, 0);
+    CHECK_CONTAINS(batchfit_ctx_last_error(f.ctx),
+                   "nothing of the 1.00 GiB of sim:capacity=1GiB,used=1GiB is free to probe");
+    CHECK(strstr(batchfit_ctx_last_error(f.ctx), "margin") == NULL);
+    fixture_close(&f);
 }
 
 TEST(probe_without_a_device_falls_back_without_building)

@@ -5,10 +5,12 @@ tells out-of-memory from bugs, and turns return codes into exceptions."""
 from __future__ import annotations
 
 import ctypes
+import decimal
 import errno
 import gc
 import logging
 import math
+import numbers
 import operator
 import os
 import re
@@ -194,7 +196,18 @@ class _Context:
 
 
 def _text(value: Any, what: str = "a string argument") -> bytes:
-    b = str(value).encode()
+    """The library's text for a value given as text or a number. None, bytes' repr and the
+    like were parsed as "None" and "b'500MiB'"; a float is written out in full (the library
+    reads no exponent: 1e-15 GiB said "expected a positive number")."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "surrogateescape")
+    elif isinstance(value, float):
+        value = format(decimal.Decimal(repr(value)), "f") if math.isfinite(value) else repr(value)
+    elif isinstance(value, bool) or _numpy_bool(value) or not isinstance(
+            value, (str, numbers.Real, os.PathLike)):
+        raise TypeError(f"{what}: expected a str or a number, got {type(value).__name__} "
+                        f"{value!r}")
+    b = str(value).encode("utf-8", "surrogateescape")
     _no_nul(b, what, value)
     return b
 
@@ -370,9 +383,9 @@ def _numpy_bool(value: Any) -> bool:
     return getattr(getattr(value, "dtype", None), "kind", None) == "b"
 
 
-def _small(value: Any, what: str) -> int:
+def _small(value: Any, what: str, least: int = 0) -> int:
     """A count the C side keeps in an unsigned int: refused past it, never wrapped."""
-    n = _count(value, what, allow_none=False)
+    n = _count(value, what, allow_none=False, least=least)
     if n > 2**32 - 1:
         raise error_for(1, f"{what}: {n} is too large (at most {2**32 - 1})")
     return n
@@ -444,7 +457,8 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     ctx.check(lib.batchfit_parse_strategy(ctx.ptr, _text(strategy, "strategy"), b"strategy", byref(value)))
     opts.strategy = value.value
     if max_trials is not None:
-        opts.max_trials = _small(max_trials, "max_trials")
+        # At least 1: -1 was refused as "0 or more", and 0 then as "at least 1".
+        opts.max_trials = _small(max_trials, "max_trials", least=1)
     limit, source = resolve_vram_limit(vram_limit_gb, flag_name="vram_limit_gb")
     opts.vram_limit_bytes = limit
     opts.vram_limit_source = keep(source)

@@ -449,6 +449,20 @@ def test_vram_flag_matches_the_cli(monkeypatch):
         parser.parse_args(["--vram-limit-gb", "0"])
 
 
+def test_values_that_are_no_text_are_refused_or_written_out():
+    # None and b"500MiB" were parsed as "None" and "b'500MiB'"; a float's repr has an exponent
+    # the library does not read (1e-15 GiB: "expected a positive number").
+    for kw in ({"strategy": None}, {"device": None}, {"memory_budget": [1]}):
+        with pytest.raises(TypeError, match="expected a str or a number, got"):
+            probe(lambda: LinearStep(), **kw)
+    assert probe(lambda: LinearStep(), memory_budget=b"200MiB").batch_size == 90
+    with pytest.raises(batchfit.ParseError, match="rounds to zero bytes"):
+        batchfit.resolve_vram_limit(1e-15)
+    with pytest.raises(batchfit.ParseError, match="is too large"):
+        batchfit.resolve_vram_limit(1e300)
+    assert batchfit.resolve_vram_limit(7.5) == (15 << 29, "--vram-limit-gb")
+
+
 def test_vram_precedence(monkeypatch):
     monkeypatch.delenv("VRAM_LIMIT_GB", raising=False)
     monkeypatch.delenv("BATCHFIT_VRAM_LIMIT_GB", raising=False)
@@ -899,6 +913,11 @@ def test_counts_take_numpy_integers_and_refuse_64_bit_overflow():
     for n in (2**32, 2**32 + 1, 2**40):
         with pytest.raises(batchfit.InvalidArgument,
                            match=rf"^max_trials: {n} is too large \(at most 4294967295\)$"):
+            probe(lambda: LinearStep(), max_trials=n)
+    # One message for what is refused below it (-1 said "0 or more", then 0 "at least 1").
+    for n in (-1, 0):
+        with pytest.raises(batchfit.InvalidArgument,
+                           match=rf"^max_trials: expected a positive whole number, got {n}$"):
             probe(lambda: LinearStep(), max_trials=n)
 
 
