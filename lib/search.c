@@ -2763,47 +2763,76 @@ static int warn_wide_spread(search *s, const fall *f)
  * program under an address-space limit (ulimit -v) failed at a quarter of
  * the budget and the summary read as if the budget were the limit. The
  * answer stands (it ran and fitted); the warning names what may limit it. */
-static int warn_failure_under_threshold(search *s)
+/* The smallest failure, where it held less than the threshold and not by
+ * being stopped there: the budget did not stop it (NULL where none). A
+ * SIGKILL that neither the watchdog nor the kernel's OOM killer sent is a
+ * stop too, where it came at the budget (a scheduler's memory limit); one
+ * holding less than the threshold came from something else (20 MiB of a
+ * 200 MiB budget: the minimum was said not to fit, "try a smaller model"). */
+static const batchfit_trial *failure_under_threshold(const search *s)
 {
     const batchfit_result *r = s->result;
     if (!s->budget_known || !r->smallest_failure)
-        return BATCHFIT_OK;
-    const batchfit_trial *f = NULL;
-    for (size_t i = 0; i < r->trial_count && !f; i++) {
+        return NULL;
+    for (size_t i = 0; i < r->trial_count; i++) {
         const batchfit_trial *t = &r->trials[i];
+        int killed_from_outside = t->process.signal == SIGKILL && !t->process.watchdog_stopped &&
+                                  !t->process.oom_killed;
         if (t->batch == r->smallest_failure && t->outcome == BATCHFIT_OOM && t->peak_known &&
-            t->peak_bytes > 0 && !measured_to_the_end(t) && !stopped(t) &&
+            t->peak_bytes > 0 && !measured_to_the_end(t) && (!stopped(t) || killed_from_outside) &&
             (double)t->peak_bytes <= s->safe_budget)
-            f = t;
+            return t;
     }
-    if (!f)
-        return BATCHFIT_OK;
-    char held[32], threshold[32], budget[32], gpu[200] = "";
-    batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
-    batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
-    batchfit_format_bytes(s->budget, budget, sizeof budget);
+    return NULL;
+}
+
+/* What may have stopped the failure f under the budget, and what to do:
+ * probe the GPU whose message it printed, or the limits a program meets
+ * besides the budget. */
+static const char *limit_hint(const search *s, const batchfit_trial *f, char *gpu, size_t len)
+{
+    const batchfit_result *r = s->result;
     /* A GPU allocator's message on the host: the memory that ran out is
      * the one this probe does not measure, and the way out is to say so. */
     const char *signature = f->process.oom_signature;
-    if (on_host(r) && signature[0] && batchfit__oom_on_device(signature))
-        snprintf(gpu, sizeof gpu,
+    if (on_host(r) && signature[0] && batchfit__oom_on_device(signature)) {
+        snprintf(gpu, len,
                  "its message is a GPU's (%.60s), and this probe measured host memory: probe "
                  "that GPU (--device cuda:N, or --device auto) to search its memory",
                  signature);
+        return gpu;
+    }
+    if (f->process.signal == SIGKILL && !f->process.watchdog_stopped)
+        return "a container's or a scheduler's memory limit under the budget, or a process of "
+               "its own or another's that kills it";
+    return on_host(r) ? "an address-space limit (ulimit -v), a container's or a scheduler's "
+                        "memory limit under the budget, memory on a device this probe does not "
+                        "measure (--device), or one allocation larger than all the memory that "
+                        "was left"
+                      : "memory that other processes hold on the device, fragmentation, or one "
+                        "allocation larger than all the memory that was left";
+}
+
+static int warn_failure_under_threshold(search *s)
+{
+    const batchfit_trial *f = failure_under_threshold(s);
+    if (!f)
+        return BATCHFIT_OK;
+    char held[32], threshold[32], budget[32], gpu[200];
+    batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
+    batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
+    batchfit_format_bytes(s->budget, budget, sizeof budget);
+    int killed = f->process.signal == SIGKILL && !f->process.watchdog_stopped;
     return batchfit__result_warn(
         s->ctx, s->result,
-        "batch %llu ran out of memory holding %s, under the acceptance threshold of %s (budget "
-        "%s): the budget did not stop it. Something else limits the program: %s; batch %llu is "
-        "what fits under that limit",
-        (unsigned long long)f->batch, held, threshold, budget,
-        gpu[0] ? gpu
-        : on_host(r)
-            ? "an address-space limit (ulimit -v), a container's or a scheduler's memory "
-              "limit under the budget, memory on a device this probe does not measure "
-              "(--device), or one allocation larger than all the memory that was left"
-            : "memory that other processes hold on the device, fragmentation, or one "
-              "allocation larger than all the memory that was left",
-        (unsigned long long)r->batch_size);
+        "batch %llu %s holding %s, under the acceptance threshold of %s (budget %s): the budget "
+        "did not stop it. Something else limits the program: %s; batch %llu is what fits under "
+        "that limit",
+        (unsigned long long)f->batch,
+        killed ? "was killed (SIGKILL, sent by neither this probe nor the kernel's OOM killer)"
+               : "ran out of memory",
+        held, threshold, budget, limit_hint(s, f, gpu, sizeof gpu),
+        (unsigned long long)s->result->batch_size);
 }
 
 /* The epoch's last batch is smaller than the answer, and so is a
@@ -2928,6 +2957,7 @@ static int search_finish(search *s, int rc)
         /* What it used in the budget's terms: on GPUs the device's peak. */
         int on_gpu = result->gpu_count > 0;
         uint64_t used_bytes = on_gpu ? d->device_peak_bytes : d->host_peak_bytes;
+        const batchfit_trial *f_under;
         if (last->outcome == BATCHFIT_OOM && d->ran && d->exited && d->exit_code == 0 &&
             d->oom_signature[0] && s->budget_known && (!on_gpu || d->device_peak_known) &&
             (double)used_bytes < 0.5 * s->budget) {
@@ -2942,6 +2972,19 @@ static int search_finish(search *s, int rc)
                      "out-of-memory on its own, make it exit non-zero there; if it runs on a "
                      "device this probe does not measure, name that device (--device)",
                      used);
+        }
+        else if ((f_under = failure_under_threshold(s)) != NULL) {
+            /* Not the budget's doing: a smaller model is no advice. */
+            char held[32], threshold[32], gpu[200];
+            batchfit_format_bytes((double)f_under->peak_bytes, held, sizeof held);
+            batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
+            const char *hint = limit_hint(s, f_under, gpu, sizeof gpu);
+            snprintf(advice, sizeof advice,
+                     "; it held %s, under the acceptance threshold of %s: the budget did not "
+                     "stop it, %s",
+                     held, threshold,
+                     hint == gpu ? gpu : "something else did (see its message); a smaller model "
+                                         "may not help");
         }
         minimum_spread_advice(s, advice, sizeof advice);
         return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,

@@ -1143,6 +1143,43 @@ TEST(cli_a_gpu_s_out_of_memory_on_a_host_probe_says_to_probe_the_gpu)
             CHECK(strstr(r.err, "a GPU's") == NULL);
         }
     }
+    /* A SIGKILL neither the watchdog nor the kernel sent, far under the
+     * budget: said as well (it passed as an out of memory at the budget).
+     * At the minimum, either says so instead of "try a smaller model" (a
+     * GPU's message at 1 got the generic advice; a kill, "does not fit"). */
+    for (int at_minimum = 0; at_minimum < 2; at_minimum++)
+        for (int i = 0; i < 2; i++) {
+            /* The GPU's message above the minimum is the loop's above. */
+            if (i && !at_minimum)
+                continue;
+            char script[2600];
+            if (i)
+                snprintf(script, sizeof script,
+                         "if [ {batch} -gt %d ]; then echo '%s'; exit 1; fi; exec '%s' alloc 1",
+                         at_minimum ? 0 : 40, messages[0], tool());
+            else
+                snprintf(script, sizeof script,
+                         "if [ {batch} -gt %d ]; then exec '%s' signal kill; fi; exec '%s' "
+                         "alloc 1",
+                         at_minimum ? 0 : 40, tool(), tool());
+            const char *probe[] = {"probe", "--device", "host", "--memory-budget", "200MiB",
+                                   "--no-cache", "--max", "64", "--", "/bin/sh", "-c", script,
+                                   NULL};
+            run r;
+            CHECK_EQ(cli(&r, probe, NULL), at_minimum ? 3 : 0);
+            CHECK_CONTAINS(r.err, "the budget did not stop it");
+            if (!at_minimum) {
+                CHECK_CONTAINS(r.out, "batch_size=40\n");
+                CHECK_CONTAINS(r.err, "batch 41 was killed (SIGKILL, sent by neither this probe "
+                                      "nor the kernel's OOM killer) holding");
+                CHECK_CONTAINS(r.err, "a container's or a scheduler's memory limit");
+                continue;
+            }
+            CHECK_CONTAINS(r.err, "even the minimum batch size 1 does not fit");
+            CHECK(strstr(r.err, "try a smaller model") == NULL);
+            CHECK_CONTAINS(r.err, i ? "probe that GPU (--device cuda:N"
+                                    : "something else did (see its message)");
+        }
 }
 
 /* The cache through the CLI: a second run verifies the remembered size
