@@ -1180,7 +1180,12 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
         classify_oom_kill(r, w, kills, trial);
         return;
     }
-    if (d->signal == SIGKILL) {
+    /* A wrapper (sh -c 'trainer; exit $?') whose process was killed by
+     * SIGKILL exits 128 + 9 itself, and the shell says "Killed": the same
+     * kill, classified the same (it was an error under the wrapper and out
+     * of memory without it). */
+    int wrapped_kill = d->exited && d->exit_code == 128 + SIGKILL;
+    if (d->signal == SIGKILL || wrapped_kill) {
         trial->outcome = BATCHFIT_OOM;
         /* It needed at least what it held: the peak above, in the budget's
          * terms (on GPUs the device's peak; on the host the kernel's
@@ -1193,12 +1198,18 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
          * the SIGKILL came from outside: a memory limit another tool
          * enforces (a scheduler's), or someone's kill -9. Still taken as
          * out of memory, but said. */
-        snprintf(trial->message, sizeof trial->message, "%s",
-                 kills_read ? "killed by SIGKILL (status 137), with no out-of-memory kill "
-                              "recorded by the kernel: a memory limit enforced from outside "
-                              "(a scheduler's) or a kill by hand"
-                            : "killed by SIGKILL (status 137): the out-of-memory killer or a "
-                              "memory limit");
+        snprintf(trial->message, sizeof trial->message, "%s%s",
+                 wrapped_kill ? "exited with status 137, as a wrapper whose process was "
+                                "killed by SIGKILL does; "
+                              : "killed by SIGKILL (status 137)",
+                 kills_read ? (wrapped_kill ? "no out-of-memory kill recorded by the kernel: a "
+                                              "memory limit enforced from outside (a "
+                                              "scheduler's) or a kill by hand"
+                                            : ", with no out-of-memory kill recorded by the "
+                                              "kernel: a memory limit enforced from outside (a "
+                                              "scheduler's) or a kill by hand")
+                            : (wrapped_kill ? "the out-of-memory killer or a memory limit"
+                                            : ": the out-of-memory killer or a memory limit"));
         return;
     }
     if (d->signal) {

@@ -320,9 +320,10 @@ void batchfit__cuda_unload(batchfit__cuda *c);
 const char *batchfit__cuda_strerror(const batchfit__cuda *c, int rc);
 void batchfit__cuda_format_uuid(const unsigned char raw[16], char *out, size_t len);
 
-/* json.c: the top-level "max_batch_size" of a JSON text. */
+/* json.c: the top-level "max_batch_size" of a JSON text; *present (when
+ * not NULL) says whether the text has that key at all. */
 int batchfit__json_requested(const char *text, size_t len, const char *what, uint64_t *out,
-                             char *err, size_t err_len);
+                             int *present, char *err, size_t err_len);
 
 /* template.c: "{batch}" placeholders. check validates an argument;
  * expand writes it with the batch filled in (returns the length it needs,

@@ -213,7 +213,7 @@ static int find_requested(json *j, char *value, size_t value_len, int *kind)
 }
 
 int batchfit__json_requested(const char *text, size_t len, const char *what, uint64_t *out,
-                             char *err, size_t err_len)
+                             int *present, char *err, size_t err_len)
 {
     json j = {text, text + len, text, NULL};
     char value[128] = "";
@@ -223,6 +223,8 @@ int batchfit__json_requested(const char *text, size_t len, const char *what, uin
                        (long)(j.p - j.start));
         return BATCHFIT_E_PARSE;
     }
+    if (present)
+        *present = kind != 0;
     char name[300];
     snprintf(name, sizeof name, "%s: max_batch_size", what);
     switch (kind) {
@@ -289,7 +291,16 @@ int batchfit_read_hyperparameters(batchfit_ctx *ctx, const char *path, uint64_t 
     if (rc == BATCHFIT_OK) {
         char what[300];
         snprintf(what, sizeof what, "--hyperparameters %s", path);
-        rc = batchfit__json_requested(text ? text : "", len, what, requested_out, err, err_len);
+        int present = 0;
+        rc = batchfit__json_requested(text ? text : "", len, what, requested_out, &present, err,
+                                      err_len);
+        /* {"batch_size": 5}, or the key one level down: the file was read and
+         * said nothing, without a word (the device decided). */
+        if (rc == BATCHFIT_OK && !present)
+            batchfit__log(ctx, BATCHFIT_LOG_WARN,
+                          "--hyperparameters %s has no top-level \"max_batch_size\" (\"batch_size\" "
+                          "is an output, never read): the device decides",
+                          path);
     }
     batchfit__free(&ctx->allocator, text);
     return batchfit__fail_with(ctx, rc, err);

@@ -193,10 +193,18 @@ static int measured_to_the_end(const batchfit_trial *t)
  * kernel (a SIGKILL the kernel did not count as its own, a scheduler's
  * memory limit, stops it just the same): its reading is where it was
  * stopped, about the budget, not what it needed. */
+static int sigkilled(const batchfit_trial *t)
+{
+    /* Under a wrapper (sh -c 'trainer; exit $?') the same kill is the
+     * wrapper's exit status 128 + 9. */
+    return t->process.signal == SIGKILL ||
+           (t->process.exited && t->process.exit_code == 128 + SIGKILL);
+}
+
 static int stopped(const batchfit_trial *t)
 {
     return !measured_to_the_end(t) && t->process.ran &&
-           (t->process.watchdog_stopped || t->process.oom_killed || t->process.signal == SIGKILL);
+           (t->process.watchdog_stopped || t->process.oom_killed || sigkilled(t));
 }
 
 /* A rejected trial at lattice index i becomes the bracket's upper end. */
@@ -2776,7 +2784,7 @@ static const batchfit_trial *failure_under_threshold(const search *s)
         return NULL;
     for (size_t i = 0; i < r->trial_count; i++) {
         const batchfit_trial *t = &r->trials[i];
-        int killed_from_outside = t->process.signal == SIGKILL && !t->process.watchdog_stopped &&
+        int killed_from_outside = sigkilled(t) && !t->process.watchdog_stopped &&
                                   !t->process.oom_killed;
         if (t->batch == r->smallest_failure && t->outcome == BATCHFIT_OOM && t->peak_known &&
             t->peak_bytes > 0 && !measured_to_the_end(t) && (!stopped(t) || killed_from_outside) &&
@@ -2802,7 +2810,7 @@ static const char *limit_hint(const search *s, const batchfit_trial *f, char *gp
                  signature);
         return gpu;
     }
-    if (f->process.signal == SIGKILL && !f->process.watchdog_stopped)
+    if (sigkilled(f) && !f->process.watchdog_stopped)
         return "a container's or a scheduler's memory limit under the budget, or a process of "
                "its own or another's that kills it";
     return on_host(r) ? "an address-space limit (ulimit -v), a container's or a scheduler's "
@@ -2822,7 +2830,7 @@ static int warn_failure_under_threshold(search *s)
     batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
     batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
     batchfit_format_bytes(s->budget, budget, sizeof budget);
-    int killed = f->process.signal == SIGKILL && !f->process.watchdog_stopped;
+    int killed = sigkilled(f) && !f->process.watchdog_stopped;
     return batchfit__result_warn(
         s->ctx, s->result,
         "batch %llu %s holding %s, under the acceptance threshold of %s (budget %s): the budget "

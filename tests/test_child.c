@@ -149,6 +149,16 @@ TEST(child_signals_and_exit_codes)
             CHECK_CONTAINS(t.message, "no out-of-memory kill recorded");
     }
 
+    /* The same kill under a wrapper is the wrapper's exit status 137 (it
+     * was an error there, and out of memory without the wrapper). */
+    const char *wrapped[] = {"/bin/sh", "-c", "\"$0\" signal kill; exit $?", tool(), NULL};
+    CHECK_EQ(trial(&o, wrapped, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_EQ(t.process.signal, 0);
+    CHECK_EQ(t.process.exit_code, 137);
+    CHECK_CONTAINS(t.message, "exited with status 137, as a wrapper whose process was killed by "
+                              "SIGKILL does");
+
     const char *segv[] = {tool(), "signal", "segv", NULL};
     CHECK_EQ(trial(&o, segv, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);

@@ -262,7 +262,7 @@ static char *read_file(const char *path)
 static int valid_json(const char *text)
 {
     uint64_t v;
-    return batchfit__json_requested(text, strlen(text), "export", &v, NULL, 0) == BATCHFIT_OK;
+    return batchfit__json_requested(text, strlen(text), "export", &v, NULL, NULL, 0) == BATCHFIT_OK;
 }
 
 static unsigned long long json_number(const char *json, const char *key)
@@ -445,9 +445,11 @@ TEST(cli_outcomes_and_exit_codes)
         const char *stderr_has;
     } rows[] = {
         {{"exit", "0", NULL}, 0, "batch_size=1", "batch size 1"},
+        /* A GPU's message at the minimum of a host probe, holding next to
+         * nothing: not "a smaller model", but the GPU to probe. */
         {{"print", "torch.OutOfMemoryError: CUDA out of memory.", "1", NULL}, 3, "",
          "does not fit in the budget (972.80 MiB): out of memory (PyTorch CUDA allocator): "
-         "torch.OutOfMemoryError: CUDA out of memory.; try a smaller model"},
+         "torch.OutOfMemoryError: CUDA out of memory.; it held "},
         /* The same line from a run that exited 0 having used next to nothing:
          * a recovered OOM or another device, not "a smaller model". */
         {{"print", "torch.OutOfMemoryError: CUDA out of memory.", "stdout", "0"}, 3, "",
@@ -553,6 +555,16 @@ TEST(cli_hyperparameters_and_minimum)
                              "300", "--", tool(), "exit", "0", "{batch}", NULL};
     CHECK_EQ(cli(&r, bounded, NULL), 0);
     CHECK_STR(last_line(r.out), "batch_size=300");
+    CHECK(strstr(r.err, "has no top-level") == NULL); /* null is said, not missing */
+    /* A file without the key (or with it one level down) was read and said
+     * nothing, without a word. */
+    f = fopen(hp, "w");
+    fputs("{\"model\": {\"max_batch_size\": 5}, \"batch_size\": 1000}\n", f);
+    fclose(f);
+    CHECK_EQ(cli(&r, bounded, NULL), 0);
+    CHECK_STR(last_line(r.out), "batch_size=300");
+    CHECK_CONTAINS(r.err, "has no top-level \"max_batch_size\" (\"batch_size\" is an output, "
+                          "never read): the device decides");
     unlink(hp);
 
     const char *minimum[] = {"probe", "--device", "host", "--max", "1", "--min", "2", "--",

@@ -7,7 +7,7 @@
 
 static int requested(const char *text, uint64_t *out, char *err, size_t len)
 {
-    return batchfit__json_requested(text, strlen(text), "hp.json", out, err, len);
+    return batchfit__json_requested(text, strlen(text), "hp.json", out, NULL, err, len);
 }
 
 TEST(json_reads_max_batch_size_only)
