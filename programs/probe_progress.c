@@ -199,7 +199,7 @@ void probe_print_summary(const session *s)
                 (unsigned long long)r->batch_size);
     /* Less than a byte a sample is no growth anyone could use. */
     if (r->fit.valid && r->fit.bytes_per_sample >= 1.0) {
-        char fixed[32], per[32];
+        char fixed[40], per[32];
         batchfit_format_bytes(r->fit.intercept_bytes > 0 ? r->fit.intercept_bytes : 0, fixed,
                               sizeof fixed);
         batchfit_format_bytes(r->fit.bytes_per_sample, per, sizeof per);
@@ -210,6 +210,18 @@ void probe_print_summary(const session *s)
          * far. */
         double at = r->fit.intercept_bytes + r->fit.bytes_per_sample * (double)r->batch_size;
         char off[32], stray[192] = "";
+        int below_zero = at > 0.0 && r->fit.intercept_bytes < -0.01 * at;
+        if (below_zero) {
+            /* Printed as 0 B + the slope, the line put 286 MiB at a size
+             * that read 171 MiB (a B x B term over the points bisection
+             * ran, all near the answer): the intercept is shown as it is. */
+            char magnitude[32];
+            batchfit_format_bytes(-r->fit.intercept_bytes, magnitude, sizeof magnitude);
+            snprintf(fixed, sizeof fixed, "-%s", magnitude);
+            snprintf(stray, sizeof stray,
+                     " (below 0 at batch 0: memory grows faster than a line here, and the "
+                     "line holds only near the sizes measured)");
+        }
         if (at > 0.0 && r->fit.max_residual_bytes > 0.01 * at) {
             batchfit_format_bytes(r->fit.max_residual_bytes, off, sizeof off);
             /* Where the search followed a curve through them, the stop says

@@ -2320,6 +2320,7 @@ TEST(cli_summary_says_when_the_fitted_line_is_not_the_curve)
                           "--strategy", "bisect", "--no-cache", NULL};
     run r;
     CHECK_EQ(cli(&r, jump, NULL), 0);
+    CHECK_CONTAINS(r.err, "  fitted memory: -"); /* across the jump, below 0 at batch 0 */
     CHECK_CONTAINS(r.err, "a line the measured peaks stray from by up to");
     CHECK_CONTAINS(r.err, "(memory does not grow linearly with the batch here, or its peaks vary "
                           "between runs)");
@@ -2328,6 +2329,25 @@ TEST(cli_summary_says_when_the_fitted_line_is_not_the_curve)
     CHECK_EQ(cli(&r, line, NULL), 0);
     CHECK_CONTAINS(r.err, "  fitted memory: ");
     CHECK(strstr(r.err, "stray from") == NULL);
+    /* Memory as B x B / 64 MiB: bisection's points, all near the answer,
+     * put the line's intercept far below 0, and it was printed as "0 B +
+     * 2.65 MiB per sample", a line 120 MiB over what the answer read. */
+    char script[1200];
+    snprintf(script, sizeof script, "exec '%s' alloc $(( {batch} * {batch} / 64 ))", tool());
+    const char *square[] = {"probe", "--device", "host", "--memory-budget", "200MiB", "--no-cache",
+                            "--strategy", "bisect", "--max", "128", "--", "/bin/sh", "-c", script,
+                            NULL};
+    CHECK_EQ(cli(&r, square, NULL), 0);
+    CHECK_CONTAINS(r.err, "  fitted memory: -");
+    CHECK_CONTAINS(r.err, "memory does not grow linearly with the batch here");
+    CHECK(strstr(r.err, "fitted memory: 0 B") == NULL);
+    /* Between 80 and 120 the points lie on their line, far below 0 at 0. */
+    const char *narrow[] = {"probe", "--device", "host", "--memory-budget", "200MiB", "--no-cache",
+                            "--strategy", "bisect", "--min", "80", "--max", "120", "--",
+                            "/bin/sh", "-c", script, NULL};
+    CHECK_EQ(cli(&r, narrow, NULL), 0);
+    CHECK_CONTAINS(r.err, " per sample (below 0 at batch 0: memory grows faster than a line here, "
+                          "and the line holds only near the sizes measured)");
 }
 
 /* Options that only a COMMAND's trials read are refused with the sim
