@@ -927,13 +927,16 @@ static int64_t propose_without_points(const search *s)
      * size the curve puts under the budget, a draw of the spread over it
      * included: the curve is refuted there, and clamped under that failure
      * it stepped down one size a trial (9718, 9717, 9716, 9715 out of
-     * memory after the program grew a hundredfold). Placed as if nothing
-     * were remembered. */
+     * memory after the program grew a hundredfold). The size it failed
+     * at was the program's answer before: half of it fits a program that
+     * grew up to twice (the geometric middle of the minimum and it, 93
+     * where 6762 fits, cost a trial after a growth of 30%); after that,
+     * as if nothing were remembered. */
     if (s->lo < 0 && !(s->hi_need > 0.0)) {
         double fail_x = (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi);
         double then = fit->intercept_bytes + slope * fail_x;
-        if (then * (1.0 + s->spread) < s->budget)
-            return propose_after_misses(s);
+        if (then * (1.0 + s->spread) <= s->budget)
+            return s->misses <= 1 ? propose_bisect(s) : propose_after_misses(s);
     }
     /* Inside the bracket: with fits that read no peak, lo may already stand
      * above the minimum, and proposing it again ran it thirty times. */
