@@ -660,23 +660,30 @@ static void stop_trial(batchfit__runner *r, pid_t pgid)
 
 /* Kills whatever of the trial is still alive (stop_trial) and reaps what
  * became our children, raising *hwm (when not NULL) to the largest
- * high-water RSS among them: a process whose parent exited before it did
- * (a daemonised worker, a forkserver's) was reparented to us, and what it
- * held shows in no wait4 of the trial's own. */
-static void reap_trial(batchfit__runner *r, pid_t pgid, uint64_t *hwm)
+ * high-water RSS among those that began at or after since (the trial's
+ * main process's start): a process whose parent exited before it did (a
+ * daemonised worker, a forkserver's) was reparented to us, and what it
+ * held shows in no wait4 of the trial's own. One that began before is not
+ * the trial's (a child of the caller's own in a session of its own, done
+ * and not yet waited for, read as one of the trial's orphans). */
+static void reap_trial(batchfit__runner *r, pid_t pgid, unsigned long long since, uint64_t *hwm)
 {
     stop_trial(r, pgid);
     const batchfit__proc_tree *tree = &r->tree;
     /* Those that were reparented to us are our children now: reap them
-     * (wait4 fails at once with ECHILD for any that are not). */
+     * (wait4 fails at once with ECHILD for any that are not), while their
+     * pid is still theirs (a reused one may be the caller's child, whom a
+     * wait would block on and rob of its status). */
     for (unsigned i = 0; i < tree->count; i++)
-        if (tree->member[i].pid != pgid)
-            batchfit__proc_reap(tree->member[i].pid, hwm);
+        if (tree->member[i].pid != pgid &&
+            batchfit__proc_alive(tree->member[i].pid, tree->member[i].start))
+            batchfit__proc_reap(tree->member[i].pid, tree->member[i].start >= since ? hwm : NULL);
     /* Descendants no sample saw (born and orphaned between two samples, or
      * past a walk that could not grow) are orphans reparented to us: kill
      * them, and their children become ours in turn. */
     for (int round = 0;
-         round < 64 && batchfit__proc_reap_children(r->spare, r->spare_count, hwm) > 0; round++)
+         round < 64 && batchfit__proc_reap_children(r->spare, r->spare_count, hwm, since) > 0;
+         round++)
         ;
 }
 
@@ -685,7 +692,7 @@ static void kill_everything(batchfit__runner *r, pid_t pgid)
 {
     stop_trial(r, pgid);
     batchfit__cgroup_destroy(&r->cg);
-    reap_trial(r, pgid, NULL);
+    reap_trial(r, pgid, 0, NULL);
 }
 
 typedef struct watch {
@@ -708,6 +715,7 @@ typedef struct watch {
     uint64_t sampled_peak;
     uint64_t main_hwm;    /* the main process's VmHWM at its last sample */
     uint64_t reaped_hwm;  /* the largest high-water RSS of the others, as reaped */
+    unsigned long long began; /* the main process's start (clock ticks); 0: unknown */
     uint64_t rss_at_fork; /* ours, the most its image held before exec */
     uint64_t watchdog_seen;  /* the sample that passed its threshold */
     uint64_t watchdog_limit; /* that threshold: the budget, or the --enforce cap */
@@ -1356,6 +1364,10 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         return batchfit__fail(r->ctx, BATCHFIT_E_TRIAL_ERROR, "cannot fork: %s", strerror(e));
     }
     batchfit__guard_group(&r->guard, pid);
+    /* Until it is waited for, its /proc entry stands, an exited one's too;
+     * unknown (0), the orphans' high-water RSS counts for none. */
+    if (batchfit__proc_start(pid, &w.began) != 0)
+        w.began = 0;
     int report[2] = {0, 0};
     ssize_t got = read(fds[4], report, sizeof report);
     close(fds[4]);
@@ -1411,7 +1423,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                       "or the probe was interrupted",
                       (unsigned long long)r->show_dropped, (unsigned long long)batch);
     trial->seconds = batchfit__now() - w.start;
-    reap_trial(r, pid, &w.reaped_hwm);
+    reap_trial(r, pid, w.began ? w.began : ~0ULL, &w.reaped_hwm);
     classify(r, &w, o, trial);
     kill_everything(r, pid);
     batchfit__guard_stop(&r->guard);

@@ -391,8 +391,13 @@ int batchfit__missing_interpreter(const char *path, char *interp, size_t len);
  * its own). As a child subreaper, the orphans of a trial are ours. Returns
  * how many. No allocation, so it cleans up after a watch that could not
  * grow. hwm, when not NULL, is raised to the largest high-water RSS
- * (ru_maxrss) of those reaped. */
-unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count, uint64_t *hwm);
+ * (ru_maxrss) of those reaped that began at or after since (the trial's
+ * start, in the clock ticks of /proc/PID/stat). */
+unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count, uint64_t *hwm,
+                                      unsigned long long since);
+/* When the process pid began, in the clock ticks of /proc/PID/stat's
+ * starttime; 0, or -1 where it cannot be read. */
+int batchfit__proc_start(long pid, unsigned long long *start);
 /* Reaps the child pid (retrying on EINTR; nothing where it is not ours),
  * raising *hwm (when not NULL) to its high-water RSS. */
 void batchfit__proc_reap(long pid, uint64_t *hwm);

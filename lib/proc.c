@@ -382,7 +382,8 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
 
 /* Calls visit(pid, state, in_our_session, userdata) for each process whose
  * parent is this one, until it returns nonzero. */
-static void each_child(int (*visit)(long pid, char state, int in_our_session, void *userdata),
+static void each_child(int (*visit)(long pid, char state, int in_our_session,
+                                   unsigned long long start, void *userdata),
                        void *userdata)
 {
     long self = (long)getpid(), own = (long)getsid(0);
@@ -396,7 +397,7 @@ static void each_child(int (*visit)(long pid, char state, int in_our_session, vo
         char state = 0;
         if (isdigit((unsigned char)e->d_name[0]) &&
             read_stat(e->d_name, &ppid, &start, &rss, &state, &session) == 0 && ppid == self &&
-            visit(strtol(e->d_name, NULL, 10), state, session == own, userdata))
+            visit(strtol(e->d_name, NULL, 10), state, session == own, start, userdata))
             break;
     }
     closedir(d);
@@ -413,8 +414,10 @@ typedef struct child_list {
  * is a trial's orphan that came to us after the last trial's sweep (a
  * trial runs in a session of its own): left unspared, the sweep after
  * this trial reaps it. */
-static int list_child(long pid, char state, int in_our_session, void *userdata)
+static int list_child(long pid, char state, int in_our_session, unsigned long long start,
+                      void *userdata)
 {
+    (void)start;
     child_list *l = userdata;
     if (state != 'Z' || in_our_session)
         l->pids[l->count++] = pid;
@@ -433,6 +436,7 @@ typedef struct reaping {
     const long *spare;
     unsigned spare_count, killed;
     uint64_t *hwm;
+    unsigned long long since;
 } reaping;
 
 void batchfit__proc_reap(long pid, uint64_t *hwm)
@@ -446,23 +450,37 @@ void batchfit__proc_reap(long pid, uint64_t *hwm)
         *hwm = (uint64_t)ru.ru_maxrss * 1024;
 }
 
-static int reap_child(long pid, char state, int in_our_session, void *userdata)
+static int reap_child(long pid, char state, int in_our_session, unsigned long long start,
+                      void *userdata)
 {
     (void)state;
     reaping *r = userdata;
     if (!trial_orphan(r->spare, r->spare_count, pid, in_our_session))
         return 0;
     kill((pid_t)pid, SIGKILL);
-    batchfit__proc_reap(pid, r->hwm);
+    /* One that began before the trial is not the trial's: an earlier
+     * trial's late orphan, or a child of the caller's own in a session of
+     * its own (a finished subprocess not yet waited for, whose 400 MiB were
+     * charged to a trial that held next to nothing). */
+    batchfit__proc_reap(pid, start >= r->since ? r->hwm : NULL);
     r->killed++;
     return 0;
 }
 
-unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count, uint64_t *hwm)
+unsigned batchfit__proc_reap_children(const long *spare, unsigned spare_count, uint64_t *hwm,
+                                      unsigned long long since)
 {
-    reaping r = {spare, spare_count, 0, hwm};
+    reaping r = {spare, spare_count, 0, hwm, since};
     each_child(reap_child, &r);
     return r.killed;
+}
+
+int batchfit__proc_start(long pid, unsigned long long *start)
+{
+    char text[32];
+    long ppid, rss;
+    snprintf(text, sizeof text, "%ld", pid);
+    return read_stat(text, &ppid, start, &rss, NULL, NULL);
 }
 
 int batchfit__proc_alive(long pid, unsigned long long start)

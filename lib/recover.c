@@ -171,14 +171,6 @@ int batchfit_recover_create(batchfit_ctx *ctx, const batchfit_recover_options *o
     batchfit_recover *r = batchfit__calloc(&ctx->allocator, 1, sizeof *r);
     if (!r)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory creating a recovery");
-    /* The step's minimum wins over the size asked for, with a warning: the
-     * probe may have found less fits. */
-    if (opts->micro_batch < min && min <= opts->global_batch)
-        batchfit__log(ctx, BATCHFIT_LOG_WARN,
-                      "recover: the starting micro-batch %llu is under the minimum of %llu; the "
-                      "minimum wins (it may not fit: a step that runs out of memory there gives "
-                      "up)",
-                      (unsigned long long)opts->micro_batch, (unsigned long long)min);
     r->ctx = ctx;
     r->opts = *opts;
     r->opts.min_batch = min;
@@ -192,6 +184,14 @@ int batchfit_recover_create(batchfit_ctx *ctx, const batchfit_recover_options *o
         return rc;
     }
     r->start_micro = r->plan.micro_batch;
+    /* The step's minimum wins over the size asked for, with a warning: the
+     * probe may have found less fits. */
+    if (opts->micro_batch < min)
+        batchfit__log(ctx, BATCHFIT_LOG_WARN,
+                      "recover: the starting micro-batch %llu is under the minimum of %llu; the "
+                      "minimum wins (it may not fit: a step that runs out of memory there gives "
+                      "up)",
+                      (unsigned long long)opts->micro_batch, (unsigned long long)min);
     *out = r;
     return BATCHFIT_OK;
 }

@@ -2814,8 +2814,9 @@ static const char *limit_hint(const search *s, const batchfit_trial *f, char *gp
         return gpu;
     }
     if (sigkilled(f) && !f->process.watchdog_stopped)
-        return "a container's or a scheduler's memory limit under the budget, or a process of "
-               "its own or another's that kills it";
+        return "a container's or a scheduler's memory limit under the budget, the kernel's "
+               "out-of-memory killer short of memory elsewhere on the host, or a process of its "
+               "own or another's that kills it";
     return on_host(r) ? "an address-space limit (ulimit -v), a container's or a scheduler's "
                         "memory limit under the budget, memory on a device this probe does not "
                         "measure (--device), or one allocation larger than all the memory that "
@@ -2840,8 +2841,7 @@ static int warn_failure_under_threshold(search *s)
         "did not stop it. Something else limits the program: %s; batch %llu is what fits under "
         "that limit",
         (unsigned long long)f->batch,
-        killed ? "was killed (SIGKILL, sent by neither this probe nor the kernel's OOM killer)"
-               : "ran out of memory",
+        killed ? "was killed by SIGKILL (not this probe's watchdog)" : "ran out of memory",
         held, threshold, budget, limit_hint(s, f, gpu, sizeof gpu),
         (unsigned long long)s->result->batch_size);
 }

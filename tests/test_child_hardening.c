@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -956,7 +957,7 @@ TEST(child_only_children_outside_the_caller_s_session_are_reaped)
     started += start_waiting_children(&other, 1, hold, 2);
     close(hold[0]);
     CHECK_EQ(started, 3u);
-    unsigned killed = batchfit__proc_reap_children(spare, spare_count, NULL);
+    unsigned killed = batchfit__proc_reap_children(spare, spare_count, NULL, 0);
     int same_alive = alive((long)same), group_alive = alive((long)group);
     errno = 0;
     int other_reaped = waitpid(other, NULL, WNOHANG) < 0 && errno == ECHILD;
@@ -1051,4 +1052,37 @@ TEST(child_a_late_orphan_s_zombie_is_reaped_by_the_next_trial)
         waitpid(late, NULL, 0);
     CHECK_EQ(rc, BATCHFIT_OK);
     CHECK(reaped);
+}
+
+/* A child of the caller's own in a session of its own, done before the
+ * trial began and not yet waited for, is swept as a trial's orphan would
+ * be; its high-water RSS is not the trial's (a reviewer's finished
+ * 400 MiB subprocess made a trial of next to nothing "not fit"). The
+ * reaped processes' high-water RSS counts only for those that began with
+ * the trial or after. */
+TEST(child_a_caller_s_finished_child_is_not_charged_to_the_trial)
+{
+    pid_t done = fork();
+    if (done == 0) {
+        setsid();
+        size_t bytes = (size_t)160 << 20;
+        volatile char *p = malloc(bytes);
+        for (size_t i = 0; p && i < bytes; i += 4096)
+            p[i] = 1;
+        _exit(p ? 0 : 1);
+    }
+    CHECK(done > 0);
+    /* Until it is a zombie: no sleep stands in for that, its state is read. */
+    while (!batchfit__proc_exited((long)done))
+        sched_yield();
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    const char *argv[] = {tool(), "alloc", "8", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.peak_bytes >= (UINT64_C(8) << 20));
+    CHECK(t.peak_bytes < (UINT64_C(100) << 20));
+    waitpid(done, NULL, WNOHANG); /* reaped by the sweep, or here */
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 typedef struct resizes {
@@ -23,6 +24,7 @@ static int on_resize(const batchfit_recover_plan *plan, void *userdata)
 
 typedef struct warnings {
     int count;
+    int wins; /* of them, "the minimum wins" */
     char last[256];
 } warnings;
 
@@ -31,6 +33,7 @@ static void count_warning(batchfit_log_level level, const char *message, void *u
     warnings *w = userdata;
     if (level >= BATCHFIT_LOG_WARN) {
         w->count++;
+        w->wins += strstr(message, "the minimum wins") != NULL;
         snprintf(w->last, sizeof w->last, "%s", message);
     }
 }
@@ -271,7 +274,7 @@ TEST(recover_rejects_bad_options_and_survives_allocation_failure)
     }
     o.fit.valid = 0;
     /* The minimum wins over a smaller starting size, with a warning. */
-    warnings w = {0, ""};
+    warnings w = {0, 0, ""};
     batchfit_ctx_set_log(ctx, count_warning, &w, BATCHFIT_LOG_WARN);
     o.global_batch = 10;
     o.min_batch = 5;
@@ -281,6 +284,13 @@ TEST(recover_rejects_bad_options_and_survives_allocation_failure)
     CHECK_CONTAINS(w.last, "the starting micro-batch 4 is under the minimum of 5; the minimum wins");
     batchfit_recover_free(r);
     r = NULL;
+    /* Not for a recovery then refused (10 at least 4 from 3: 4 + 4 + 2). */
+    o.min_batch = 4;
+    o.micro_batch = 3;
+    CHECK_EQ(batchfit_recover_create(ctx, &o, &r), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK(r == NULL);
+    CHECK_EQ(w.wins, 1);
+    o.micro_batch = 4;
     o.global_batch = 8;
     batchfit_ctx_free(ctx);
     test_alloc_state st = {0, -1, 0, 0};

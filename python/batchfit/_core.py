@@ -201,10 +201,15 @@ def _text(value: Any, what: str = "a string argument") -> bytes:
     reads no exponent: 1e-15 GiB said "expected a positive number")."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "surrogateescape")
-    elif isinstance(value, float):
-        value = format(decimal.Decimal(repr(value)), "f") if math.isfinite(value) else repr(value)
+    elif isinstance(value, decimal.Decimal) and value.is_finite():
+        value = format(value, "f")
+    elif isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) and \
+            not _numpy_bool(value):
+        # Floats of any kind (numpy's float32 too) written out in full.
+        f = float(value)
+        value = format(decimal.Decimal(repr(f)), "f") if math.isfinite(f) else repr(f)
     elif isinstance(value, bool) or _numpy_bool(value) or not isinstance(
-            value, (str, numbers.Real, os.PathLike)):
+            value, (str, numbers.Real, os.PathLike, decimal.Decimal)):
         raise TypeError(f"{what}: expected a str or a number, got {type(value).__name__} "
                         f"{value!r}")
     b = str(value).encode("utf-8", "surrogateescape")
@@ -257,9 +262,10 @@ def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Option
     value = hyperparameters.get(REQUESTED_BATCH_SIZE)
     if value is None:
         return None
-    if isinstance(value, (bool, float)):
+    if isinstance(value, (bool, float)) or not isinstance(
+            value, (str, bytes, numbers.Real, decimal.Decimal)):
         # A whole float (16.0, as YAML and argparse's type=float give it) is that number;
-        # True/False and 2.5 are refused.
+        # True/False, 2.5 and anything that is no number or text ([16], {}) are refused.
         if isinstance(value, float) and value.is_integer() and value >= 0:
             value = int(value)
         else:

@@ -1,5 +1,6 @@
 """The Python package over the library, with plain-Python steps (no torch needed)."""
 import argparse
+import decimal
 import errno
 import gc
 import json
@@ -461,6 +462,12 @@ def test_values_that_are_no_text_are_refused_or_written_out():
     with pytest.raises(batchfit.ParseError, match="is too large"):
         batchfit.resolve_vram_limit(1e300)
     assert batchfit.resolve_vram_limit(7.5) == (15 << 29, "--vram-limit-gb")
+    assert batchfit.resolve_vram_limit(decimal.Decimal("7.5"))[0] == 15 << 29
+    np = pytest.importorskip("numpy")
+    assert batchfit.resolve_vram_limit(np.float32(0.5))[0] == 1 << 29
+    assert batchfit.requested_batch_size({"max_batch_size": decimal.Decimal("16")}) == 16
+    with pytest.raises(batchfit.InvalidArgument, match="invalid value \\[16\\]"):
+        batchfit.requested_batch_size({"max_batch_size": [16]})
 
 
 def test_vram_precedence(monkeypatch):
