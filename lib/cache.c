@@ -228,20 +228,26 @@ static int read_u64(const char *text, uint64_t max, uint64_t *out)
 /* The fitted line of an entry is a hint for the search: it must describe
  * memory a device could have (finite, non-negative slope and residual,
  * sizes below 2^62 bytes, at least two points). */
-static int read_fit(const char *value, batchfit_fit *fit)
+static int fit_describes_memory(const batchfit_fit *fit)
 {
     double limit = 4611686018427387904.0; /* 2^62 bytes */
+    return fit->valid && isfinite(fit->intercept_bytes) && isfinite(fit->bytes_per_sample) &&
+           isfinite(fit->max_residual_bytes) && fabs(fit->intercept_bytes) < limit &&
+           fit->bytes_per_sample >= 0 && fit->bytes_per_sample < limit &&
+           fit->max_residual_bytes >= 0 && fit->max_residual_bytes < limit && fit->points >= 2 &&
+           fit->points <= 1000;
+}
+
+static int read_fit(const char *value, batchfit_fit *fit)
+{
     unsigned points;
     char tail;
     if (sscanf(value, "%lf %lf %lf %u %c", &fit->intercept_bytes, &fit->bytes_per_sample,
                &fit->max_residual_bytes, &points, &tail) != 4)
         return 0;
     fit->points = points;
-    fit->valid = isfinite(fit->intercept_bytes) && isfinite(fit->bytes_per_sample) &&
-                 isfinite(fit->max_residual_bytes) && fabs(fit->intercept_bytes) < limit &&
-                 fit->bytes_per_sample >= 0 && fit->bytes_per_sample < limit &&
-                 fit->max_residual_bytes >= 0 && fit->max_residual_bytes < limit &&
-                 points >= 2 && points <= 1000;
+    fit->valid = 1;
+    fit->valid = fit_describes_memory(fit);
     return fit->valid;
 }
 
@@ -268,17 +274,28 @@ static int load_entry(const char *dir, const char *key, batchfit_cache_entry *e,
         return rc;
     char name[64];
     snprintf(name, sizeof name, "%s" SUFFIX, key);
-    int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* Never blocking: a FIFO of that name held the probe, and cache list,
+     * for ever. Only a regular file is an entry. */
+    int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     close(dir_fd);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        batchfit__errf(err, err_len, "cache entry %s/%s is not a regular file; ignoring it", dir,
+                       name);
+        return BATCHFIT_E_PARSE;
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
-        int missing = errno == ENOENT;
+        int why = errno;
         if (fd >= 0)
             close(fd);
-        if (missing)
+        if (why == ENOENT)
             return BATCHFIT_E_NOT_FOUND;
         batchfit__errf(err, err_len, "cache entry %s/%s cannot be read (%s); ignoring it", dir,
-                       name, strerror(errno));
+                       name,
+                       why == ELOOP ? "a symbolic link, which the cache does not follow"
+                                    : strerror(why));
         return BATCHFIT_E_PARSE;
     }
     memset(e, 0, sizeof *e);
@@ -368,7 +385,10 @@ static int store_entry(const char *dir, const batchfit_cache_entry *e, char *err
     fprintf(f, MAGIC "\nkey %s\nversion %s\nbatch_size %llu\nbudget_bytes %llu\n", e->key,
             BATCHFIT_VERSION_STRING, (unsigned long long)e->batch_size,
             (unsigned long long)e->budget_bytes);
-    if (e->fit.valid)
+    /* Only a line the reader takes: a program whose memory does not grow
+     * fits a slope of noise, a few bytes below 0, and its entry was then
+     * read back as damaged and its answer searched again. */
+    if (fit_describes_memory(&e->fit))
         fprintf(f, "fit %.17g %.17g %.17g %u\n", e->fit.intercept_bytes, e->fit.bytes_per_sample,
                 e->fit.max_residual_bytes, e->fit.points);
     fprintf(f, "created %lld\ndescription %s\n", (long long)(e->created ? e->created : time(NULL)),

@@ -4,13 +4,49 @@
 #include <string.h>
 #include <time.h>
 
+/* The length of the UTF-8 sequence at s that is a printable character
+ * (no C1 control), else 0. */
+static size_t printable_utf8(const unsigned char *s)
+{
+    size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+    if (s[0] >= 0xf8)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+        return 0; /* U+0080-U+009F: C1 controls */
+    if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 4 && s[0] == 0xf0 && s[1] < 0x90) ||
+        (n == 4 && s[0] == 0xf4 && s[1] >= 0x90) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0))
+        return 0; /* overlong, past U+10FFFF, or a surrogate */
+    return n;
+}
+
+/* Text an entry holds (a cache key, a command) as the terminal should see
+ * it: control characters and bytes that are no UTF-8 as \xNN (an escape
+ * sequence in a cache key reached the terminal and retitled its window). */
+static void print_text(const char *text)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    while (*s) {
+        size_t n = *s >= 0x20 && *s < 0x7f ? 1 : *s >= 0x80 ? printable_utf8(s) : 0;
+        if (n) {
+            fwrite(s, 1, n, stdout);
+            s += n;
+        } else {
+            printf("\\x%02x", *s++);
+        }
+    }
+}
+
 static void print_entry(const batchfit_cache_entry *e, void *userdata)
 {
     (void)userdata;
     char budget[32];
     batchfit_format_bytes((double)e->budget_bytes, budget, sizeof budget);
-    printf("%s  batch_size=%llu  budget %s  %s\n", e->key, (unsigned long long)e->batch_size,
-           budget, e->description);
+    printf("%s  batch_size=%llu  budget %s  ", e->key, (unsigned long long)e->batch_size, budget);
+    print_text(e->description);
+    putchar('\n');
 }
 
 /* Warnings (damaged entries) go to stderr and are counted; errors are
@@ -36,15 +72,19 @@ static int show(batchfit_ctx *ctx, const char *dir, const char *key)
         /* A damaged entry is no entry (a probe of its key replaces it). */
         return rc == BATCHFIT_E_PARSE ? EXIT_NOT_FOUND : EXIT_USAGE;
     }
-    printf("key          %s\nbatch_size   %llu\nbudget_bytes %llu\nversion      %s\n", e.key,
-           (unsigned long long)e.batch_size, (unsigned long long)e.budget_bytes, e.version);
+    printf("key          %s\nbatch_size   %llu\nbudget_bytes %llu\nversion      ", e.key,
+           (unsigned long long)e.batch_size, (unsigned long long)e.budget_bytes);
+    print_text(e.version);
+    putchar('\n');
     if (e.fit.valid)
         printf("fit          %.0f bytes + %.0f bytes per sample\n", e.fit.intercept_bytes,
                e.fit.bytes_per_sample);
     time_t t = (time_t)e.created;
     char when[64] = "";
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
-    printf("created      %s\nprobe        %s\n", when, e.description);
+    printf("created      %s\nprobe        ", when);
+    print_text(e.description);
+    putchar('\n');
     return EXIT_FOUND;
 }
 

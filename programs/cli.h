@@ -51,7 +51,8 @@ int cli_parse_margin(batchfit_ctx *ctx, const char *value, double *fraction, uin
 typedef enum export_kind {
     EXPORT_STDOUT,   /* "-": stdout */
     EXPORT_REPLACE,  /* a regular or new file: replaced whole, each time it is written */
-    EXPORT_IN_PLACE  /* a FIFO, pipe, terminal or device: written in place */
+    EXPORT_IN_PLACE, /* a FIFO, pipe, terminal or device: written in place */
+    EXPORT_STDERR    /* the regular file stderr is redirected to: written through stderr */
 } export_kind;
 
 typedef struct export_target {

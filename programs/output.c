@@ -7,7 +7,11 @@
  * the file it names is replaced, never the link. Anything else - a FIFO, a
  * pipe such as >(jq .), a terminal, a device node - is written in place:
  * renaming over it would replace the node, and a stream cannot be
- * rewritten. "-" is stdout. */
+ * rewritten. "-" is stdout, and so is the regular file stdout is redirected
+ * to, named by any path (/dev/stdout, /proc/self/fd/1, its own name):
+ * renamed over, it lost what the shell had written there before and the
+ * answer written after (the file stderr goes to is written through
+ * stderr, for the same reason). */
 #include "cli.h"
 
 #include <errno.h>
@@ -18,6 +22,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Whether st is the file descriptor fd's open file. */
+static int is_fd(const struct stat *st, int fd)
+{
+    struct stat of;
+    return fstat(fd, &of) == 0 && of.st_dev == st->st_dev && of.st_ino == st->st_ino;
+}
 
 static int fail(const export_target *t, const char *what, int err)
 {
@@ -116,6 +127,14 @@ int cli_output_prepare(export_target *t, const char *who, const char *flag, cons
     }
     if (S_ISDIR(st.st_mode))
         return fail(t, "cannot write it", EISDIR);
+    if (S_ISREG(st.st_mode) && !cli_stdout_closed && is_fd(&st, 1)) {
+        t->kind = EXPORT_STDOUT;
+        return 0;
+    }
+    if (S_ISREG(st.st_mode) && is_fd(&st, 2)) {
+        t->kind = EXPORT_STDERR;
+        return 0;
+    }
     if (access(path, W_OK) != 0)
         return fail(t, "cannot write it", errno);
     if (!S_ISREG(st.st_mode)) {
@@ -207,9 +226,14 @@ int cli_output_same(const export_target *a, const export_target *b)
 {
     if (!a->path || !b->path)
         return 0;
-    if (a->kind == EXPORT_STDOUT || b->kind == EXPORT_STDOUT)
-        return a->kind == b->kind;
     struct stat sa, sb;
+    if (a->kind == EXPORT_STDOUT || b->kind == EXPORT_STDOUT) {
+        /* "-" and a path to what stdout is (a pipe, a terminal:
+         * /dev/stdout) are one output. */
+        const export_target *other = a->kind == EXPORT_STDOUT ? b : a;
+        return other->kind == EXPORT_STDOUT ||
+               (!cli_stdout_closed && stat(other->path, &sa) == 0 && is_fd(&sa, 1));
+    }
     if (stat(a->path, &sa) == 0 && stat(b->path, &sb) == 0)
         return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     char na[PATH_MAX], nb[PATH_MAX];
@@ -230,6 +254,10 @@ int cli_output_write(const export_target *t, const char *text, int interrupted)
         return replace(t, text);
     case EXPORT_IN_PLACE:
         return in_place(t, text, interrupted);
+    case EXPORT_STDERR:
+        if (fputs(text, stderr) == EOF || fflush(stderr) != 0)
+            return fail(t, "cannot write to stderr", errno);
+        return 0;
     }
     return -1;
 }

@@ -145,8 +145,9 @@ void probe_print_summary(const session *s)
     }
     /* Every trial is counted somewhere: out of memory (of which over the
      * budget after finishing), or too close to the budget to count. */
-    fprintf(stderr, "batchfit: batch size %llu, found in %zu trials (%zu out of memory",
-            (unsigned long long)r->batch_size, r->trial_count, r->oom_trials);
+    fprintf(stderr, "batchfit: batch size %llu, found in %zu trial%s (%zu out of memory",
+            (unsigned long long)r->batch_size, r->trial_count, r->trial_count == 1 ? "" : "s",
+            r->oom_trials);
     if (over)
         fprintf(stderr, ", %zu of them over the budget after finishing", over);
     if (too_close)

@@ -568,6 +568,16 @@ TEST(cache_absurd_fields_are_damage)
     CHECK_EQ(batchfit_cache_load(ctx, dir, key, &e), BATCHFIT_OK);
     CHECK_EQ(e.batch_size, 64);
     CHECK(e.fit.valid);
+    /* What the cache stores it reads back: a probe of memory that does not
+     * grow fits a slope of noise a few bytes below 0, and its entry was
+     * stored with it, then read as damaged and searched again. */
+    e.fit.bytes_per_sample = -34.83;
+    e.fit.points = 4;
+    CHECK_EQ(batchfit__cache_store(ctx, dir, &e), BATCHFIT_OK);
+    batchfit_cache_entry back;
+    CHECK_EQ(batchfit_cache_load(ctx, dir, key, &back), BATCHFIT_OK);
+    CHECK_EQ(back.batch_size, 64);
+    CHECK(!back.fit.valid);
     size_t n = 0;
     CHECK_EQ(batchfit_cache_clear(ctx, dir, &n), BATCHFIT_OK);
     CHECK_EQ(n, 1);
@@ -621,6 +631,21 @@ TEST(cache_untrusted_directory_and_planted_links)
     snprintf(e.key, sizeof e.key, "0123456789abcdef0123456789abcdef");
     CHECK_EQ(batchfit__cache_store(ctx, dir, &e), BATCHFIT_OK);
     CHECK(access(victim, F_OK) != 0);
+    /* A FIFO, or a link, in an entry's place: reported and ignored, never
+     * waited on (a FIFO held the probe and cache list for ever). */
+    char entry[400];
+    snprintf(entry, sizeof entry, "%s/%s.entry", dir, e.key);
+    for (int link = 0; link < 2; link++) {
+        unlink(entry);
+        CHECK_EQ(link ? symlink(victim, entry) : mkfifo(entry, 0600), 0);
+        CHECK_EQ(batchfit_cache_load(ctx, dir, e.key, &e), BATCHFIT_E_PARSE);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx),
+                       link ? "a symbolic link, which the cache does not follow"
+                            : "is not a regular file; ignoring it");
+    }
+    unlink(entry);
+    e.batch_size = 8;
+    CHECK_EQ(batchfit__cache_store(ctx, dir, &e), BATCHFIT_OK);
     size_t n = 0;
     CHECK_EQ(batchfit_cache_clear(ctx, dir, &n), BATCHFIT_OK);
     CHECK_EQ(n, 1);

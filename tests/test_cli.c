@@ -1194,6 +1194,34 @@ TEST(cli_a_gpu_s_out_of_memory_on_a_host_probe_says_to_probe_the_gpu)
         }
 }
 
+/* cache list and show print an entry's text with its control characters
+ * and the bytes that are no UTF-8 escaped (a key's escape sequence reached
+ * the terminal and retitled its window); UTF-8 stays as it is. */
+TEST(cli_cache_prints_no_control_characters)
+{
+    const char *key = "x\033]0;pwned\007\xff \xc3\xa9\xc2\x85";
+    const char *probe[] = {"probe", "--device", "sim:capacity=1GiB,fixed=1MiB,per_sample=1MiB",
+                           "--cache-key", key, NULL};
+    char dir[256], env_dir[300];
+    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-escape", (long)getpid());
+    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
+    clear_cache(dir);
+    const char *envs[] = {env_dir, NULL};
+    run r;
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    const char *list[] = {"cache", "list", NULL};
+    CHECK_EQ(cli_env(&r, list, envs), 0);
+    CHECK_CONTAINS(r.out, "x\\x1b]0;pwned\\x07\\xff \xc3\xa9\\xc2\\x85\n");
+    CHECK(strchr(r.out, '\033') == NULL && strchr(r.out, '\007') == NULL);
+    char entry_key[33];
+    CHECK(sscanf(r.out, "%32s", entry_key) == 1);
+    const char *show[] = {"cache", "show", entry_key, NULL};
+    CHECK_EQ(cli_env(&r, show, envs), 0);
+    CHECK_CONTAINS(r.out, "x\\x1b]0;pwned\\x07\\xff \xc3\xa9\\xc2\\x85\n");
+    CHECK(strchr(r.out, '\033') == NULL);
+    clear_cache(dir);
+}
+
 /* The cache through the CLI: a second run verifies the remembered size
  * instead of searching; a damaged entry is reported, ignored and replaced;
  * concurrent probes lose no entries; list, show and clear; a remembered
@@ -1373,6 +1401,88 @@ TEST(cli_export_keeps_special_files_and_follows_links)
     unlink(node);
     unlink(link_path);
     unlink(target);
+}
+
+/* The regular file stdout or stderr is redirected to, named by a path
+ * (/dev/stdout, /dev/stderr): written through that stream, where a
+ * temporary file renamed over it lost what the shell had written before
+ * it and everything after (a log kept only the JSON). */
+TEST(cli_export_to_the_file_stdout_or_stderr_goes_to_keeps_it)
+{
+    char log[256];
+    snprintf(log, sizeof log, "/tmp/batchfit-test-%ld-log.txt", (long)getpid());
+    for (int to_stderr = 0; to_stderr < 2; to_stderr++) {
+        unlink(log);
+        char script[1400];
+        snprintf(script, sizeof script,
+                 "{ echo HEADER; \"$0\" probe --device sim:capacity=16GiB,fixed=2GiB,"
+                 "per_sample=50MiB --no-cache --quiet --export-json %s; echo \"rc=$?\"; "
+                 "echo FOOTER; } %s '%s'",
+                 to_stderr ? "/dev/stderr" : "/dev/stdout", to_stderr ? "2>>" : ">>", log);
+        const char *argv[] = {"sh", "-c", script, bin(), NULL};
+        run r;
+        int o, e;
+        CHECK_EQ(start_program(&r, "sh", argv, NULL, &o, &e), 0);
+        finish(&r, o, e);
+        CHECK_EQ(r.status, 0);
+        char *text = read_file(log);
+        CHECK(text != NULL);
+        if (!text)
+            continue;
+        if (to_stderr) {
+            /* The shell's own lines went to stdout; the log holds the JSON. */
+            CHECK_CONTAINS(r.out, "HEADER\nbatch_size=270\nrc=0\nFOOTER\n");
+            CHECK_CONTAINS(text, "\"batch_size\": 270");
+        } else {
+            CHECK(strncmp(text, "HEADER\n{", 8) == 0);
+            CHECK_CONTAINS(text, "\"batch_size\": 270");
+            CHECK_CONTAINS(text, "}\nrc=0\nFOOTER\n");
+        }
+    }
+    unlink(log);
+    /* A path to what stdout is and "-" are one output (refused, exit 2). */
+    const char *both[] = {"sh", "-c", "exec \"$0\" probe --device sim:capacity=16GiB "
+                          "--export-json /dev/stdout --plot - | cat", bin(), NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start_program(&r, "sh", both, NULL, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK_CONTAINS(r.err, "--export-json /dev/stdout and --plot - name the same output (stdout)");
+    CHECK(strstr(r.out, "<svg") == NULL);
+}
+
+/* Every command whose output is stdout fails with exit 6 where stdout
+ * cannot take it (full, or closed): info, estimate, cache and every --help
+ * exited 0 with nothing written, and a script took that for an answer. */
+TEST(cli_every_command_says_when_stdout_cannot_take_its_output)
+{
+    static const char *const commands[][4] = {
+        {"info", NULL},         {"info", "--json", NULL}, {"estimate", "--params", "1000000", NULL},
+        {"cache", "clear", NULL}, {"--help", NULL},       {"--version", NULL},
+        {"probe", "--help", NULL}, {"plot", "--help", NULL}};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        for (int closed = 0; closed < 2; closed++) {
+            const char *argv[8] = {"sh", "-c", closed ? "exec \"$0\" \"$@\" >&-"
+                                                      : "exec \"$0\" \"$@\" > /dev/full",
+                                   bin()};
+            for (int k = 0; k < 3 && commands[i][k]; k++)
+                argv[4 + k] = commands[i][k];
+            run r;
+            int o, e;
+            CHECK_EQ(start_program(&r, "sh", argv, NULL, &o, &e), 0);
+            finish(&r, o, e);
+            CHECK_EQ(r.status, 6);
+            CHECK_CONTAINS(r.err, closed ? "cannot write to stdout: it is closed"
+                                         : "cannot write to stdout: No space left on device");
+        }
+    /* A reader that went away chose not to read: no error. */
+    const char *head[] = {"sh", "-c", "\"$0\" info | head -c 1 > /dev/null; exit \"${PIPESTATUS:-0}\"",
+                          bin(), NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start_program(&r, "sh", head, NULL, &o, &e), 0);
+    finish(&r, o, e);
+    CHECK(strstr(r.err, "cannot write to stdout") == NULL);
 }
 
 /* A FIFO gets the final document once, and batchfit does not block on it
