@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -33,7 +34,7 @@ static void hold_standard_streams(void)
             continue;
         /* The lowest free number: this one, as those below it are open. A
          * closed stdout is held by a file in memory, so what was written to
-         * it can be told at the end (finish_output). */
+         * it can be told at the end (cli_finish_output). */
         int held = fd == 1 ? memfd_create("batchfit-closed-stdout", MFD_CLOEXEC) : -1;
         if (held < 0)
             held = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
@@ -45,20 +46,26 @@ static void hold_standard_streams(void)
 }
 
 /* A command that could not write its output to stdout fails with exit 6
- * (probe and plot say so of their answer themselves; info, estimate,
- * cache and every --help exited 0
+ * (probe and plot say so of their answer themselves, and call this for
+ * their --help; info, estimate, cache and every --help exited 0
  * with nothing written (>/dev/full, >&-), and a script took that for an
  * answer. A reader that went away (EPIPE, as with | head) chose not to
  * read. Other exit codes stand. */
-static int finish_output(const char *who, int rc)
+int cli_finish_output(const char *who, int rc)
 {
     if (rc != EXIT_FOUND)
         return rc;
     errno = 0;
     const char *why = NULL;
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    struct stat st;
+    if (fflush(stdout) != 0) {
         if (errno != EPIPE)
             why = strerror(errno ? errno : EIO);
+    } else if (ferror(stdout)) {
+        /* An earlier write failed, and its errno is gone: on a pipe or a
+         * socket that was its reader going away. */
+        if (fstat(1, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+            why = strerror(EIO);
     } else if (cli_stdout_closed && lseek(1, 0, SEEK_CUR) > 0) {
         why = "it is closed";
     }
@@ -81,22 +88,22 @@ int main(int argc, char **argv)
         if (batchfit_version_number() != BATCHFIT_VERSION_NUMBER)
             fprintf(stderr, "batchfit: warning: built against libbatchfit %s, running %s\n",
                     BATCHFIT_VERSION_STRING, batchfit_version_string());
-        return finish_output("", EXIT_FOUND);
+        return cli_finish_output("", EXIT_FOUND);
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
-        return finish_output("", EXIT_FOUND);
+        return cli_finish_output("", EXIT_FOUND);
     }
     if (strcmp(cmd, "probe") == 0)
-        return finish_output("probe", cli_probe(argc - 1, argv + 1));
+        return cli_probe(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0)
-        return finish_output("info", cli_info(argc - 1, argv + 1));
+        return cli_finish_output("info", cli_info(argc - 1, argv + 1));
     if (strcmp(cmd, "estimate") == 0)
-        return finish_output("estimate", cli_estimate(argc - 1, argv + 1));
+        return cli_finish_output("estimate", cli_estimate(argc - 1, argv + 1));
     if (strcmp(cmd, "cache") == 0)
-        return finish_output("cache", cli_cache(argc - 1, argv + 1));
+        return cli_finish_output("cache", cli_cache(argc - 1, argv + 1));
     if (strcmp(cmd, "plot") == 0)
-        return finish_output("plot", cli_plot(argc - 1, argv + 1));
+        return cli_plot(argc - 1, argv + 1);
     fprintf(stderr, "batchfit: unknown command \"%s\"\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

@@ -26,6 +26,10 @@ enum {
  * would be written into it); an answer meant for a stdout that started
  * closed is still not written, and says so. */
 extern int cli_stdout_closed;
+/* rc, or EXIT_EXPORT_FAILED (said on stderr, "batchfit WHO: ...") where rc
+ * is EXIT_FOUND and stdout could not take what was written to it (full,
+ * or closed); a reader that went away (EPIPE) chose not to read. */
+int cli_finish_output(const char *who, int rc);
 
 int cli_probe(int argc, char **argv);
 int cli_info(int argc, char **argv);

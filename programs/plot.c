@@ -79,7 +79,7 @@ int cli_plot(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
-            return EXIT_FOUND;
+            return cli_finish_output("plot", EXIT_FOUND);
         }
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
             if (++i >= argc) {

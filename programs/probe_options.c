@@ -399,11 +399,11 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
         }
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             print_help(stdout);
-            return EXIT_FOUND;
+            return cli_finish_output("probe", EXIT_FOUND);
         }
         if (strcmp(arg, "--version") == 0) {
             printf("batchfit %s\n", batchfit_version_string());
-            return EXIT_FOUND;
+            return cli_finish_output("probe", EXIT_FOUND);
         }
         if (arg[0] != '-' || arg[1] == '\0') {
             /* The command starts here, unless a "--" follows: then this
