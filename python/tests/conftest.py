@@ -5,6 +5,7 @@ a test that wants one sets it."""
 import atexit
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -33,3 +34,8 @@ os.environ["BATCHFIT_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1"
 os.environ["BATCHFIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="batchfit-pytest-cache-")
 atexit.register(shutil.rmtree, os.environ["BATCHFIT_CACHE_DIR"], True)
 sys.path.insert(0, str(ROOT / "python"))
+# Ctrl-C as an interactive Python has it: started as a background job of a shell without job
+# control (`make test &` in a script, a CI runner's step), Python inherits SIGINT ignored and
+# installs no KeyboardInterrupt, and the tests of Ctrl-C during a probe saw none raised.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
