@@ -231,7 +231,7 @@ static int read_u64(const char *text, uint64_t max, uint64_t *out)
 static int fit_describes_memory(const batchfit_fit *fit)
 {
     double limit = 4611686018427387904.0; /* 2^62 bytes */
-    return fit->valid && isfinite(fit->intercept_bytes) && isfinite(fit->bytes_per_sample) &&
+    return isfinite(fit->intercept_bytes) && isfinite(fit->bytes_per_sample) &&
            isfinite(fit->max_residual_bytes) && fabs(fit->intercept_bytes) < limit &&
            fit->bytes_per_sample >= 0 && fit->bytes_per_sample < limit &&
            fit->max_residual_bytes >= 0 && fit->max_residual_bytes < limit && fit->points >= 2 &&
@@ -246,7 +246,6 @@ static int read_fit(const char *value, batchfit_fit *fit)
                &fit->max_residual_bytes, &points, &tail) != 4)
         return 0;
     fit->points = points;
-    fit->valid = 1;
     fit->valid = fit_describes_memory(fit);
     return fit->valid;
 }
@@ -388,7 +387,7 @@ static int store_entry(const char *dir, const batchfit_cache_entry *e, char *err
     /* Only a line the reader takes: a program whose memory does not grow
      * fits a slope of noise, a few bytes below 0, and its entry was then
      * read back as damaged and its answer searched again. */
-    if (fit_describes_memory(&e->fit))
+    if (e->fit.valid && fit_describes_memory(&e->fit))
         fprintf(f, "fit %.17g %.17g %.17g %u\n", e->fit.intercept_bytes, e->fit.bytes_per_sample,
                 e->fit.max_residual_bytes, e->fit.points);
     fprintf(f, "created %lld\ndescription %s\n", (long long)(e->created ? e->created : time(NULL)),

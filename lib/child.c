@@ -658,9 +658,9 @@ static void stop_trial(batchfit__runner *r, pid_t pgid)
     batchfit__cgroup_kill(&r->cg);
 }
 
-/* Kills whatever of the trial is still alive (stop_trial) and reaps what
- * became our children, raising *hwm (when not NULL) to the largest
- * high-water RSS among those that began at or after since (the trial's
+/* Reaps what became our children of a stopped trial (stop_trial first: a
+ * wait for one still running would block), raising *hwm (when not NULL) to
+ * the largest high-water RSS among those that began at or after since (the trial's
  * main process's start): a process whose parent exited before it did (a
  * daemonised worker, a forkserver's) was reparented to us, and what it
  * held shows in no wait4 of the trial's own. One that began before is not
@@ -668,7 +668,6 @@ static void stop_trial(batchfit__runner *r, pid_t pgid)
  * and not yet waited for, read as one of the trial's orphans). */
 static void reap_trial(batchfit__runner *r, pid_t pgid, unsigned long long since, uint64_t *hwm)
 {
-    stop_trial(r, pgid);
     const batchfit__proc_tree *tree = &r->tree;
     /* Those that were reparented to us are our children now: reap them
      * (wait4 fails at once with ECHILD for any that are not), while their
@@ -1423,6 +1422,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                       "or the probe was interrupted",
                       (unsigned long long)r->show_dropped, (unsigned long long)batch);
     trial->seconds = batchfit__now() - w.start;
+    stop_trial(r, pid);
     reap_trial(r, pid, w.began ? w.began : ~0ULL, &w.reaped_hwm);
     classify(r, &w, o, trial);
     kill_everything(r, pid);

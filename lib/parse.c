@@ -289,13 +289,14 @@ static int parse_gib(const char *text, const char *source, uint64_t *bytes_out, 
     if (*s == '+')
         s++;
     number n;
-    if (read_number(s, &n) == 0 && n.overflow && *skip_blanks(n.end) == '\0') {
+    int digits = read_number(s, &n) == 0;
+    if (digits && n.overflow && *skip_blanks(n.end) == '\0') {
         batchfit__errf(err, err_len, "VRAM limit \"%s\" from %s is too large", text, source);
         return BATCHFIT_E_PARSE;
     }
     if (batchfit__parse_decimal(s, &gib, &end) != 0 || *skip_blanks(end) != '\0') {
         /* 1e-15 and 1e30 are positive numbers: what is wrong is the exponent. */
-        int exponent = read_number(s, &n) == 0 && (*n.end == 'e' || *n.end == 'E');
+        int exponent = digits && (*n.end == 'e' || *n.end == 'E');
         batchfit__errf(err, err_len,
                        "invalid VRAM limit \"%s\" from %s: expected a positive number of GiB "
                        "(e.g. 12 or 7.5)%s",

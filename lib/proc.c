@@ -485,11 +485,8 @@ int batchfit__proc_start(long pid, unsigned long long *start)
 
 int batchfit__proc_alive(long pid, unsigned long long start)
 {
-    char text[32];
-    long ppid, rss;
     unsigned long long st;
-    snprintf(text, sizeof text, "%ld", pid);
-    return read_stat(text, &ppid, &st, &rss, NULL, NULL) == 0 && st == start;
+    return batchfit__proc_start(pid, &st) == 0 && st == start;
 }
 
 int batchfit__proc_exited(long pid)

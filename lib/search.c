@@ -189,18 +189,25 @@ static int measured_to_the_end(const batchfit_trial *t)
     return t->peak_known && (t->outcome == BATCHFIT_FITS || t->over_budget);
 }
 
-/* A trial stopped where it crossed the budget, by the watchdog or the
- * kernel (a SIGKILL the kernel did not count as its own, a scheduler's
- * memory limit, stops it just the same): its reading is where it was
- * stopped, about the budget, not what it needed. */
+/* Killed by SIGKILL: under a wrapper (sh -c 'trainer; exit $?') the same
+ * kill is the wrapper's exit status 128 + 9. */
 static int sigkilled(const batchfit_trial *t)
 {
-    /* Under a wrapper (sh -c 'trainer; exit $?') the same kill is the
-     * wrapper's exit status 128 + 9. */
     return t->process.signal == SIGKILL ||
            (t->process.exited && t->process.exit_code == 128 + SIGKILL);
 }
 
+/* A kill neither this probe's watchdog nor the kernel's OOM killer (as
+ * far as its counts tell) sent. */
+static int killed_from_outside(const batchfit_trial *t)
+{
+    return sigkilled(t) && !t->process.watchdog_stopped && !t->process.oom_killed;
+}
+
+/* A trial stopped where it crossed the budget, by the watchdog or the
+ * kernel (a SIGKILL the kernel did not count as its own, a scheduler's
+ * memory limit, stops it just the same): its reading is where it was
+ * stopped, about the budget, not what it needed. */
 static int stopped(const batchfit_trial *t)
 {
     return !measured_to_the_end(t) && t->process.ran &&
@@ -2787,10 +2794,9 @@ static const batchfit_trial *failure_under_threshold(const search *s)
         return NULL;
     for (size_t i = 0; i < r->trial_count; i++) {
         const batchfit_trial *t = &r->trials[i];
-        int killed_from_outside = sigkilled(t) && !t->process.watchdog_stopped &&
-                                  !t->process.oom_killed;
         if (t->batch == r->smallest_failure && t->outcome == BATCHFIT_OOM && t->peak_known &&
-            t->peak_bytes > 0 && !measured_to_the_end(t) && (!stopped(t) || killed_from_outside) &&
+            t->peak_bytes > 0 && !measured_to_the_end(t) &&
+            (!stopped(t) || killed_from_outside(t)) &&
             (double)t->peak_bytes <= s->safe_budget)
             return t;
     }
@@ -2813,7 +2819,7 @@ static const char *limit_hint(const search *s, const batchfit_trial *f, char *gp
                  signature);
         return gpu;
     }
-    if (sigkilled(f) && !f->process.watchdog_stopped)
+    if (killed_from_outside(f))
         return "a container's or a scheduler's memory limit under the budget, the kernel's "
                "out-of-memory killer short of memory elsewhere on the host, or a process of its "
                "own or another's that kills it";
@@ -2834,14 +2840,14 @@ static int warn_failure_under_threshold(search *s)
     batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
     batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
     batchfit_format_bytes(s->budget, budget, sizeof budget);
-    int killed = sigkilled(f) && !f->process.watchdog_stopped;
     return batchfit__result_warn(
         s->ctx, s->result,
         "batch %llu %s holding %s, under the acceptance threshold of %s (budget %s): the budget "
         "did not stop it. Something else limits the program: %s; batch %llu is what fits under "
         "that limit",
         (unsigned long long)f->batch,
-        killed ? "was killed by SIGKILL (not this probe's watchdog)" : "ran out of memory",
+        killed_from_outside(f) ? "was killed by SIGKILL (not this probe's watchdog)"
+                               : "ran out of memory",
         held, threshold, budget, limit_hint(s, f, gpu, sizeof gpu),
         (unsigned long long)s->result->batch_size);
 }
@@ -2983,8 +2989,7 @@ static int search_finish(search *s, int rc)
                      "out-of-memory on its own, make it exit non-zero there; if it runs on a "
                      "device this probe does not measure, name that device (--device)",
                      used);
-        }
-        else if ((f_under = failure_under_threshold(s)) != NULL) {
+        } else if ((f_under = failure_under_threshold(s)) != NULL) {
             /* Not the budget's doing: a smaller model is no advice. */
             char held[32], threshold[32], gpu[200];
             batchfit_format_bytes((double)f_under->peak_bytes, held, sizeof held);
