@@ -611,7 +611,9 @@ typedef struct batchfit_budget {
     int known;                  /* 0 when no device was used */
     uint64_t total_bytes;       /* device capacity */
     uint64_t free_bytes;        /* free when the probe started */
-    uint64_t usable_bytes;      /* free, capped by the memory budget and the VRAM limit */
+    uint64_t usable_bytes;      /* free, capped by the memory budget and the VRAM limit; an
+                                   in-process probe on the host adds what the process holds
+                                   (anonymous and shared pages: its trials' peaks count them) */
     uint64_t margin_bytes;      /* held back */
     uint64_t budget_bytes;      /* what a trial may use: usable - margin */
     uint64_t held_bytes;        /* ballast actually held on the device */

@@ -54,10 +54,16 @@ static int open_auto(batchfit_ctx *ctx, batchfit_device **out)
         *out = gpu;
         return BATCHFIT_OK;
     }
-    batchfit__log(ctx, BATCHFIT_LOG_WARN,
-                  "no usable NVIDIA GPU (%s); device auto uses the host's memory", gpu->reason);
+    char why[BATCHFIT_ERRMSG_MAX + 64];
+    snprintf(why, sizeof why, "no usable NVIDIA GPU (%s); device auto uses the host's memory",
+             gpu->reason);
+    batchfit__log(ctx, BATCHFIT_LOG_WARN, "%s", why);
     batchfit_device_free(gpu);
-    return open_spec(ctx, "host", out);
+    rc = open_spec(ctx, "host", out);
+    /* Said now (batchfit info), and kept for a probe's result. */
+    if (rc == BATCHFIT_OK)
+        batchfit__copy((*out)->chosen, sizeof (*out)->chosen, why);
+    return rc;
 }
 
 int batchfit_device_open(batchfit_ctx *ctx, const char *spec, batchfit_device **out)

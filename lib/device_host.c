@@ -26,6 +26,15 @@ static int host_usage(batchfit_device *dev, uint64_t *bytes)
     return batchfit__self_rss(bytes) == 0 ? BATCHFIT_OK : BATCHFIT_E_DEVICE;
 }
 
+/* The pages of this process that its peak (VmHWM) counts and MemAvailable
+ * does not: its anonymous and shared memory. (Its file pages are in the
+ * page cache, which MemAvailable counts as available already.) */
+static int host_self_held(batchfit_device *dev, uint64_t *bytes)
+{
+    (void)dev;
+    return batchfit__self_anon(bytes) == 0 ? BATCHFIT_OK : BATCHFIT_E_DEVICE;
+}
+
 static void host_peak_begin(batchfit_device *dev)
 {
     (void)dev;
@@ -43,6 +52,7 @@ static const batchfit_device_ops host_ops = {
     .destroy = host_destroy,
     .memory = host_memory,
     .usage = host_usage,
+    .self_held = host_self_held,
     .peak_begin = host_peak_begin,
     .peak_end = host_peak_end,
 };

@@ -136,6 +136,8 @@ int batchfit__result_add_trial(batchfit_result *result, const batchfit_trial *tr
  * BATCHFIT_E_NO_MEMORY. */
 int batchfit__result_warn(batchfit_ctx *ctx, batchfit_result *result, const char *fmt, ...)
     BATCHFIT_PRINTF(3, 4);
+/* Adds a warning already logged (when it happened) to the result. */
+int batchfit__result_warned(batchfit_ctx *ctx, batchfit_result *result, const char *text);
 
 /* lattice.c: the allowed batch sizes in [min, bound], indexed 0..count-1. */
 typedef struct batchfit_lattice {
@@ -180,6 +182,10 @@ typedef struct batchfit_device_ops {
     void (*release_hold)(batchfit_device *dev);
     /* Memory the calling process holds on the device now; optional. */
     int (*usage)(batchfit_device *dev, uint64_t *bytes);
+    /* Memory this process holds now that a trial run in it counts in its
+     * peak while the free figure leaves it out (host: the anonymous and
+     * shared pages VmHWM counts and MemAvailable does not); optional. */
+    int (*self_held)(batchfit_device *dev, uint64_t *bytes);
     /* Memory the given processes hold on the device (NVML); optional. */
     int (*process_usage)(batchfit_device *dev, const long *pids, unsigned npids, uint64_t *bytes);
     /* Peak measurement around a trial; optional (NULL = cannot measure). */
@@ -201,6 +207,7 @@ struct batchfit_device_s {
     int available;
     char reason[BATCHFIT_ERRMSG_MAX];
     char note[BATCHFIT_ERRMSG_MAX]; /* a limitation of a usable device */
+    char chosen[BATCHFIT_ERRMSG_MAX]; /* the warning that chose it for another ("auto") */
     double peak_spread;
     void *backend;
 };
@@ -366,6 +373,8 @@ int batchfit__meminfo(uint64_t *total, uint64_t *available);
 /* The host's count of processes the out-of-memory killer killed (/proc/vmstat). */
 int batchfit__vmstat_oom_kills(uint64_t *count);
 int batchfit__self_rss(uint64_t *bytes);
+/* This process's anonymous and shared resident memory (RssAnon + RssShmem). */
+int batchfit__self_anon(uint64_t *bytes);
 int batchfit__self_hwm(uint64_t *bytes);
 int batchfit__self_hwm_reset(void);
 /* A live process's high-water RSS (VmHWM) since its last exec: unlike
@@ -466,9 +475,10 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
                                   batchfit_result *result);
 
 /* probe.c: settles result->budget from the device's free memory, the memory
- * budget, the VRAM limit and the margin. */
+ * budget, the VRAM limit and the margin; in_process: the trials run in this
+ * process, whose peaks count what it holds already. */
 int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
-                            batchfit_device *device, batchfit_result *result);
+                            batchfit_device *device, int in_process, batchfit_result *result);
 
 /* oom.c: out-of-memory signatures, POSIX extended regular expressions
  * matched against each line a child prints; the built-in rows first. */

@@ -50,24 +50,41 @@ static int fallback(batchfit_ctx *ctx, const batchfit_options *opts, const char 
 }
 
 /* Settles usable memory, margin and budget of one device (or one GPU of
- * several, named by gpu) from its free memory. */
+ * several, named by gpu) from its free memory. In process (the trials run
+ * here), what this process holds already and its peaks count is usable
+ * too: on the host the free figure (MemAvailable) leaves out the very
+ * pages each trial's peak (VmHWM) includes, and a Python process holding
+ * 1 GiB before the probe had its step held to 1 GiB less than was free. */
 static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_device *device,
-                      const char *gpu, batchfit_result *result, batchfit_budget *b)
+                      const char *gpu, int in_process, batchfit_result *result,
+                      batchfit_budget *b)
 {
     int rc = batchfit_device_memory(device, &b->total_bytes, &b->free_bytes);
     if (rc)
         return rc;
     b->known = 1;
-    b->usable_bytes = b->free_bytes;
+    uint64_t own = 0;
+    if (in_process && device->ops->self_held && device->ops->self_held(device, &own) == BATCHFIT_OK &&
+        own) {
+        char held[32];
+        batchfit_format_bytes((double)own, held, sizeof held);
+        batchfit__log(ctx, BATCHFIT_LOG_INFO,
+                      "this process holds %s already, which its trials' peaks count: usable "
+                      "with what is free",
+                      held);
+    }
+    uint64_t available = b->free_bytes > UINT64_MAX - own ? UINT64_MAX : b->free_bytes + own;
+    b->usable_bytes = available;
     if (opts->memory_budget_bytes) {
-        if (opts->memory_budget_bytes > b->free_bytes) {
+        if (opts->memory_budget_bytes > available) {
             char asked[32], free_text[32];
-            batchfit__format_bytes_apart((double)opts->memory_budget_bytes, (double)b->free_bytes,
+            batchfit__format_bytes_apart((double)opts->memory_budget_bytes, (double)available,
                                          asked, free_text, sizeof asked);
             rc = batchfit__result_warn(ctx, result,
-                                       "the memory budget of %s exceeds the %s free on %s; using "
-                                       "what is free",
-                                       asked, free_text, gpu ? gpu : "the device");
+                                       "the memory budget of %s exceeds the %s free on %s%s; "
+                                       "using what is free",
+                                       asked, free_text, gpu ? gpu : "the device",
+                                       own ? " with what this process holds" : "");
             if (rc)
                 return rc;
         } else {
@@ -153,7 +170,7 @@ static int settle_gpus(batchfit_ctx *ctx, const batchfit_options *opts, batchfit
         batchfit_device *gpu = batchfit__device_gpu(device, i);
         batchfit_budget b;
         memset(&b, 0, sizeof b);
-        int rc = settle_one(ctx, opts, gpu, batchfit_device_spec(gpu), result, &b);
+        int rc = settle_one(ctx, opts, gpu, batchfit_device_spec(gpu), 0, result, &b);
         if (rc) {
             result->gpu_count = 0;
             return rc;
@@ -183,11 +200,11 @@ static int settle_gpus(batchfit_ctx *ctx, const batchfit_options *opts, batchfit
 
 /* Settles usable memory, margin and budget from the device's free memory. */
 int batchfit__settle_budget(batchfit_ctx *ctx, const batchfit_options *opts,
-                            batchfit_device *device, batchfit_result *result)
+                            batchfit_device *device, int in_process, batchfit_result *result)
 {
     if (batchfit__device_is_list(device))
         return settle_gpus(ctx, opts, device, result);
-    return settle_one(ctx, opts, device, NULL, result, &result->budget);
+    return settle_one(ctx, opts, device, NULL, in_process, result, &result->budget);
 }
 
 /* Ballast makes the budget real: what runs sees exactly the budget, on
@@ -433,7 +450,7 @@ static int sequential_round(void *userdata, const uint64_t *batches, size_t coun
 static int probe_device(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *device,
                         trial_source *src, batchfit_result *result)
 {
-    int rc = batchfit__settle_budget(ctx, opts, device, result);
+    int rc = batchfit__settle_budget(ctx, opts, device, src->in_process, result);
     if (rc)
         return rc;
     char dir[4096];
@@ -493,6 +510,9 @@ static int run(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *devic
     int rc = batchfit__decide_bounds(ctx, opts, src->step_min, result);
     if (rc)
         return rc;
+    /* "auto" that found no GPU: the result says so, not only the log. */
+    if (device && device->chosen[0] && batchfit__result_warned(ctx, result, device->chosen))
+        return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory recording a warning");
     const char *why = NULL;
     if (!batchfit_device_available(device, &why)) {
         if (opts->no_device == BATCHFIT_NO_DEVICE_ERROR || batchfit__ranks_active(opts))

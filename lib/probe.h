@@ -25,6 +25,7 @@ typedef struct trial_source {
     unsigned round_width;
     void (*end)(struct trial_source *src);
     int joined; /* set once this rank took part in a job's first exchange (probe_ranks.c) */
+    int in_process; /* the trials run in this process (a step), not in children */
 } trial_source;
 
 /* Runs the whole probe over a source: *out receives a result whenever one

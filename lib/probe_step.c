@@ -145,6 +145,7 @@ int batchfit_probe(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_dev
         .base = {.name = step->name,
                  .cache_key = opts->cache_key,
                  .step_min = step->min_batch,
+                 .in_process = 1,
                  .begin = step_begin,
                  .trial = step_trial,
                  .end = step_end},

@@ -85,6 +85,16 @@ int batchfit__self_rss(uint64_t *bytes)
     return proc_kib("self", "status", "VmRSS", bytes);
 }
 
+int batchfit__self_anon(uint64_t *bytes)
+{
+    uint64_t anon, shmem;
+    if (proc_kib("self", "status", "RssAnon", &anon) != 0 ||
+        proc_kib("self", "status", "RssShmem", &shmem) != 0)
+        return -1;
+    *bytes = anon + shmem;
+    return 0;
+}
+
 int batchfit__self_hwm(uint64_t *bytes)
 {
     return proc_kib("self", "status", "VmHWM", bytes);

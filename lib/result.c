@@ -136,7 +136,6 @@ int batchfit__result_set_trial_rank(batchfit_result *result, size_t trial, int r
 
 int batchfit__result_warn(batchfit_ctx *ctx, batchfit_result *result, const char *fmt, ...)
 {
-    result_impl *r = (result_impl *)result;
     char text[BATCHFIT_ERRMSG_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -145,6 +144,12 @@ int batchfit__result_warn(batchfit_ctx *ctx, batchfit_result *result, const char
     if (len >= (int)sizeof text)
         text[batchfit__utf8_cut(text, sizeof text - 1)] = '\0';
     batchfit__log(ctx, BATCHFIT_LOG_WARN, "%s", text);
+    return batchfit__result_warned(ctx, result, text);
+}
+
+int batchfit__result_warned(batchfit_ctx *ctx, batchfit_result *result, const char *text)
+{
+    result_impl *r = (result_impl *)result;
     void *array = r->warnings;
     if (grow(&r->allocator, &array, &r->warning_cap, r->pub.warning_count + 1,
              sizeof(char *)))

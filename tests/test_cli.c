@@ -586,10 +586,13 @@ TEST(cli_devices_and_info)
     CHECK_EQ(cli(&r, cuda, NULL), 5);
     CHECK_CONTAINS(r.err, "no usable device");
     CHECK_CONTAINS(r.err, "cannot load " TEST_NO_CUDA " (the library BATCHFIT_CUDA_LIBRARY names)");
-    const char *autodev[] = {"probe", "--max", "4", "--", tool(), "exit", "0", "{batch}", NULL};
+    const char *autodev[] = {"probe", "--max", "4", "--export-json", "-", "--", tool(), "exit",
+                             "0", "{batch}", NULL};
     CHECK_EQ(cli(&r, autodev, NULL), 0);
     CHECK_CONTAINS(r.err, "warning: no usable NVIDIA GPU (cannot load " TEST_NO_CUDA);
     CHECK_CONTAINS(r.err, "auto uses the host's memory");
+    /* And the result's warnings say it (a library or Python caller reads them, not stderr). */
+    CHECK_CONTAINS(r.out, "device auto uses the host's memory\"");
     const char *sim[] = {"probe", "--device",
                          "sim:capacity=80GiB,fixed=12GiB,per_sample=150MiB,granule=2MiB", NULL};
     CHECK_EQ(cli(&r, sim, NULL), 0);

@@ -92,3 +92,41 @@ TEST(device_host_in_process_probe_measures_real_memory)
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
+
+/* The pages this process holds before an in-process probe are in each
+ * trial's peak (VmHWM) and out of MemAvailable: they are usable to the
+ * probe's trials, where a command's trials (children) get only what is
+ * free. */
+TEST(device_host_in_process_probe_counts_what_the_process_holds_as_usable)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
+    size_t held = (size_t)256 << 20;
+    volatile char *p = malloc(held);
+    CHECK(p != NULL);
+    for (size_t i = 0; i < held; i += 4096)
+        p[i] = 1;
+    host_step h = {(size_t)1 << 20};
+    batchfit_step step = {sizeof step, "host test", 1, hs_build, hs_run, NULL, hs_release};
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.requested_max = 2;
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &step, &h, &r), BATCHFIT_OK);
+    CHECK(r->budget.usable_bytes >= r->budget.free_bytes + (UINT64_C(250) << 20));
+    CHECK(r->budget.budget_bytes > r->budget.free_bytes - r->budget.margin_bytes);
+    batchfit_result_free(r);
+
+    batchfit_command_options c;
+    batchfit_command_options_init(&c);
+    const char *argv[] = {"/bin/sh", "-c", "exit 0", "{batch}", NULL};
+    c.argv = argv;
+    r = NULL;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, d, &c, &r), BATCHFIT_OK);
+    CHECK_EQ(r->budget.usable_bytes, r->budget.free_bytes);
+    batchfit_result_free(r);
+    free((void *)p);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}

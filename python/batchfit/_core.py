@@ -262,6 +262,9 @@ def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Option
     value = hyperparameters.get(REQUESTED_BATCH_SIZE)
     if value is None:
         return None
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and \
+            not _numpy_bool(value):
+        value = float(value)  # numpy's float32 as float is read
     if isinstance(value, (bool, float)) or not isinstance(
             value, (str, bytes, numbers.Real, decimal.Decimal)):
         # A whole float (16.0, as YAML and argparse's type=float give it) is that number;
@@ -331,7 +334,10 @@ def limit_cuda_memory(gb: Union[float, str, None]) -> int:
             limit = 0
         else:
             limit, _ = resolve_vram_limit(gb, flag_name="limit_cuda_memory()")
-            _cuda_limit = (str(gb), limit)
+            # Kept as the text that was read (str() of b"0.5" was "b'0.5'": every later probe
+            # failed to parse it, far from here).
+            _cuda_limit = (_text(gb, "limit_cuda_memory()").decode("utf-8", "surrogateescape"),
+                           limit)
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         index = torch.cuda.current_device()
@@ -341,9 +347,28 @@ def limit_cuda_memory(gb: Union[float, str, None]) -> int:
     return limit
 
 
+def _no_unit(value: Any, what: str, n: int, fraction_too: bool = False) -> None:
+    """As the CLI refuses ``--margin 5`` and ``--memory-budget 300`` (programs/units.c): 1 to
+    1023 bytes written with no unit is no one's meaning, whatever carries it (an int, "5" from
+    YAML or the environment, b"5", numpy's int64, a Decimal). Text ending in a unit passes."""
+    if not 0 < n < 1024:
+        return
+    if isinstance(value, (str, bytes)):
+        text = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+        if not text.strip()[-1:].isdigit():
+            return
+    share = f"a fraction ({n / 100:g}), a percentage (\"{n}%\"), " if fraction_too and n < 100 \
+        else ""
+    raise error_for(1, f"{what}: {value!r} has no unit and would be {n} bytes; give {share}a "
+                       f"unit (\"{n}MiB\", \"{n}GiB\"), or \"{n}B\" for bytes")
+
+
 def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Options) -> None:
     if margin is None:
         return
+    if isinstance(margin, numbers.Real) and not isinstance(margin, numbers.Integral) and \
+            not _numpy_bool(margin):
+        margin = float(margin)  # numpy's floats, Fraction: as a float is read
     if isinstance(margin, float) and margin >= 1.0 and margin.is_integer():
         margin = int(margin)  # 1.5e9: a whole number of bytes, as parse_size reads it
     if isinstance(margin, float):
@@ -358,10 +383,8 @@ def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Opti
             raise error_for(1, "margin: a margin of 100% leaves nothing to probe")
         opts.margin_fraction, opts.margin_bytes = frac.value, 0
     else:
-        if isinstance(margin, int) and not isinstance(margin, bool) and 0 < margin < 1024:
-            raise error_for(1, f"margin: {margin} would be {margin} bytes; give a fraction "
-                               f"(0.05), a percentage (\"5%\") or a size (\"{margin}MiB\")")
         opts.margin_bytes = parse_size(margin, "margin")
+        _no_unit(margin, "margin", opts.margin_bytes, fraction_too=True)
         if opts.margin_bytes == 0:
             opts.margin_fraction = 0.0
 
@@ -387,6 +410,16 @@ def _count(value: Optional[int], what: str, allow_none: bool = True, least: int 
 def _numpy_bool(value: Any) -> bool:
     """Whether value is a numpy bool (numpy.bool_, a 0-d bool array), without importing numpy."""
     return getattr(getattr(value, "dtype", None), "kind", None) == "b"
+
+
+def _flag(value: Any, what: str) -> int:
+    """An on/off argument: True or False (a numpy bool too). "no" is truthy and int("0") is
+    0: either would have set the opposite of what was meant, without a word."""
+    if _numpy_bool(value):
+        value = bool(value)
+    if not isinstance(value, bool):
+        raise error_for(1, f"{what}: expected True or False, got {value!r}")
+    return int(value)
 
 
 def _small(value: Any, what: str, least: int = 0) -> int:
@@ -453,12 +486,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
         opts.memory_budget_bytes = parse_size(memory_budget, "memory_budget")
         if opts.memory_budget_bytes == 0:
             raise error_for(1, "memory_budget: it must be larger than zero")
-        # As the CLI refuses --memory-budget 300: a budget of 300 bytes is no one's meaning.
-        bare = str(memory_budget).strip()
-        if 0 < opts.memory_budget_bytes < 1024 and bare[-1:].isdigit():
-            n = opts.memory_budget_bytes
-            raise error_for(1, f"memory_budget: {memory_budget!r} has no unit and would be {n} "
-                               f"bytes; give a unit (\"{n}MiB\", \"{n}GiB\"), or \"{n}B\" for bytes")
+        _no_unit(memory_budget, "memory_budget", opts.memory_budget_bytes)
     value = c_int()
     ctx.check(lib.batchfit_parse_strategy(ctx.ptr, _text(strategy, "strategy"), b"strategy", byref(value)))
     opts.strategy = value.value
@@ -475,6 +503,9 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
             ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(spread, "peak_spread"), b"peak_spread",
                                                  byref(frac)))
             spread = frac.value
+        if isinstance(spread, numbers.Real) and not isinstance(spread, bool) and \
+                not _numpy_bool(spread):
+            spread = float(spread)  # numpy's float32 and int64 too
         if isinstance(spread, bool) or not isinstance(spread, (int, float)):
             raise error_for(1, f"peak_spread: expected a fraction (0.05) or a percentage "
                                f"(\"5%\"), got {peak_spread!r}")
@@ -482,13 +513,8 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
             raise error_for(1, f"peak_spread: expected a fraction in [0, 0.5), got {peak_spread}")
         opts.peak_spread = float(spread)
     opts.first_guess = _count(estimate, "estimate")
-    # A flag: "no" and 0.0 are no one's True (the string "no" turned the cache on); a numpy
-    # bool is one.
-    if _numpy_bool(cache):
-        cache = bool(cache)
-    if not isinstance(cache, bool):
-        raise error_for(1, f"cache: expected True or False, got {cache!r}")
-    opts.cache = 1 if cache else 0
+    # "no" and 0.0 are no one's True (the string "no" turned the cache on).
+    opts.cache = _flag(cache, "cache")
     if cache_key is not None:
         # As --cache-key '' is refused: an empty key names no model.
         if not isinstance(cache_key, str) or not cache_key:
@@ -592,10 +618,19 @@ class _StepCall:
                 self.owner, self.step, self.release_with = owner, step, "__exit__"
             else:
                 self.owner, self.step, self.release_with = owner, owner, None
-            if not callable(getattr(self.step, "run", None)):
+            step = self.step
+            if not callable(getattr(step, "run", None)):
+                if step is not owner:
+                    wrong = TypeError(f"the step factory returned {type(owner).__name__}, whose "
+                                      f"__enter__ returned {type(step).__name__} {step!r}, "
+                                      f"which has no run(batch) method (does __enter__ return "
+                                      f"self?)")
+                else:
+                    wrong = TypeError(f"the step factory returned {type(owner).__name__}, "
+                                      f"which has no run(batch) method")
+                self._keep(wrong)  # __exit__ is told why the with-block ends
                 self.release(None)
-                raise TypeError(f"the step factory returned {type(owner).__name__}, which has "
-                                "no run(batch) method")
+                raise wrong
             return _lib.FITS
         except BaseException as exc:
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
@@ -825,6 +860,12 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     # the caller gave. A factory's __qualname__ ("<lambda>", "Step") is the same for different
     # models, and one model's remembered answer became another's hint.
     label = name
+    if name is not None:
+        # As cache_key: "" (os.environ.get("MODEL", "")), True or b"m" named every model alike.
+        if not isinstance(name, str) or not name:
+            raise error_for(1, f"name: expected a non-empty string naming the model, got "
+                               f"{name!r}")
+        _no_nul(name, "name")
     # Outermost: a Ctrl-C outside the user's code waits until the probe lock is released and
     # the library's objects are freed (one landing in the lock's release left it held, and every
     # later probe hung).
@@ -1017,6 +1058,10 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
     keywords are ``measure_batch_size``'s."""
     args = _command_args(argv)
     patterns = _oom_patterns(oom_patterns)
+    for flag, value in (("enforce", enforce), ("enforce_address_space", enforce_address_space),
+                        ("crash_is_oom", crash_is_oom), ("watchdog", watchdog),
+                        ("show_output", show_output), ("cgroups", cgroups)):
+        _flag(value, flag)
     # Checked here, each named by its own Python argument (the library's refusal names its C
     # field, timeout_seconds).
     if crash_is_oom and not (enforce or enforce_address_space):
@@ -1041,17 +1086,20 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
         copts.argv = _argv_array(args, keep)
         if seconds is not None:
             copts.timeout_seconds = seconds
-        copts.watchdog, copts.enforce = int(watchdog), int(enforce)
-        copts.enforce_address_space = int(enforce_address_space)
-        copts.crash_is_oom, copts.show_output = int(crash_is_oom), int(show_output)
-        copts.cgroups = 0 if cgroups else 1
+        copts.watchdog, copts.enforce = _flag(watchdog, "watchdog"), _flag(enforce, "enforce")
+        copts.enforce_address_space = _flag(enforce_address_space, "enforce_address_space")
+        copts.crash_is_oom = _flag(crash_is_oom, "crash_is_oom")
+        copts.show_output = _flag(show_output, "show_output")
+        copts.cgroups = 0 if _flag(cgroups, "cgroups") else 1
         if interval is not None:
             copts.sample_interval = interval
         if patterns:
             copts.oom_patterns = _argv_array(patterns, keep)
-        if opts.vram_limit_bytes:
-            copts.vram_limit_text = keep(str(vram_limit_gb) if vram_limit_gb is not None
-                                         else None)
+        if opts.vram_limit_bytes and vram_limit_gb is not None:
+            # The text the limit was read from, as the child reads it back (str() of b"8" or
+            # Fraction(1, 2) made "b'8'" and "1/2", which no child could parse).
+            copts.vram_limit_text = keep(_text(vram_limit_gb, "vram_limit_gb").decode(
+                "utf-8", "surrogateescape"))
         dev = _open_device(ctx, device)
         out = c_void_p()
         try:

@@ -145,6 +145,13 @@ class Recovery:
     def __enter__(self) -> "Recovery":
         return self
 
+    def _not_copied(self, *args: Any) -> Any:
+        # A copy shared the C controller, and each copy freed it: a double free at exit.
+        raise TypeError("a Recovery owns its controller in the library and cannot be copied or "
+                        "pickled; make a new Recovery (with the plan's micro_batch) instead")
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = __reduce__ = _not_copied
+
     def __exit__(self, *exc: Any) -> None:
         self.close()
 

@@ -351,9 +351,15 @@ def test_sizes_and_margins_say_what_they_mean():
         probe(lambda: LinearStep(), margin=1.5)
     # A budget with no unit under 1024 is refused as the CLI refuses it (it ran a trial against
     # 285 B and advised a smaller model); "300B" says bytes on purpose.
-    for budget in (300, "300", " 300 "):
+    for budget in (300, "300", " 300 ", b"300", decimal.Decimal(300)):
         with pytest.raises(batchfit.InvalidArgument, match="has no unit and would be 300 bytes"):
             probe(lambda: LinearStep(), memory_budget=budget)
+    # So is a margin, whatever carries the number: "5" from YAML or the environment was 5 bytes
+    # (no margin at all), where the int 5 was refused.
+    for margin in (5, "5", b"5", " 5", decimal.Decimal(5)):
+        with pytest.raises(batchfit.InvalidArgument, match="has no unit and would be 5 bytes"):
+            probe(lambda: LinearStep(), margin=margin)
+    assert probe(lambda: LinearStep(), memory_budget="150MiB", margin="60MiB").batch_size == 80
     # The spread as a percentage, as --peak-spread takes it; anything else is InvalidArgument.
     assert probe(lambda: LinearStep(), peak_spread="5%").batch_size == \
         probe(lambda: LinearStep(), peak_spread=0.05).batch_size
@@ -1117,3 +1123,84 @@ def test_the_recovery_docstring_loop_trains_every_batch():
     exec(code, names)
     assert [b for b, _ in trained] == list(range(6))
     assert all(effective == 256 for _, effective in trained)
+
+
+def test_numbers_of_numpy_and_fractions_are_read_as_floats_are():
+    np = pytest.importorskip("numpy")
+    import fractions
+    # np.float32(0.05) was written out as "0.05000000074505806" and refused as bytes that are
+    # not whole; np.int64(0) as a spread, and np.float32(16.0) as a requested size, refused.
+    base = probe(lambda: LinearStep(), memory_budget="150MiB", margin=0.05)
+    for margin in (np.float32(0.05), fractions.Fraction(1, 20)):
+        got = probe(lambda: LinearStep(), memory_budget="150MiB", margin=margin)
+        assert got.budget["margin_bytes"] == pytest.approx(base.budget["margin_bytes"], rel=1e-6)
+    assert probe(lambda: LinearStep(), peak_spread=np.int64(0)).budget["peak_spread"] == 0
+    assert probe(lambda: LinearStep(), peak_spread=np.float32(0.05)).budget["peak_spread"] == \
+        pytest.approx(0.05)
+    assert batchfit.requested_batch_size({"max_batch_size": np.float32(16.0)}) == 16
+    with pytest.raises(batchfit.InvalidArgument, match="margin: 5 has no unit"):
+        probe(lambda: LinearStep(), margin=np.int64(5))
+
+
+def test_a_recovery_cannot_be_copied():
+    # A shallow copy shared the C controller; each copy freed it (a double free at exit).
+    import copy
+    import pickle
+    rec = batchfit.Recovery(global_batch=64, micro_batch=16)
+    for make in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="cannot be copied"):
+            make(rec)
+    assert rec.out_of_memory().micro_batch == 8
+    rec.close()
+
+
+def test_probe_command_flags_and_names_are_checked():
+    for flag in ("enforce", "enforce_address_space", "crash_is_oom", "watchdog", "show_output",
+                 "cgroups"):
+        for value in ("no", "0", 1, None):
+            with pytest.raises(batchfit.InvalidArgument, match=f"^{flag}: expected True or False"):
+                batchfit.probe_command(["true", "{batch}"], device="host",
+                                       memory_budget="64MiB", max_batch_size=2, **{flag: value})
+    for name in ("", True, b"m"):
+        with pytest.raises(batchfit.InvalidArgument, match="name: expected a non-empty string"):
+            probe(lambda: LinearStep(), cache=True, name=name)
+
+
+def test_the_vram_limit_is_passed_on_as_the_text_that_was_read(tmp_path):
+    import fractions
+    try:
+        batchfit.limit_cuda_memory(b"0.5")
+        assert batchfit.resolve_vram_limit() == (512 * MIB, "limit_cuda_memory()")
+        batchfit.limit_cuda_memory(fractions.Fraction(1, 4))
+        assert batchfit.resolve_vram_limit() == (256 * MIB, "limit_cuda_memory()")
+    finally:
+        batchfit.limit_cuda_memory(None)
+    seen = tmp_path / "seen"
+    batchfit.probe_command(["sh", "-c", f'echo "$VRAM_LIMIT_GB" > {seen}', "{batch}"],
+                           device="host", memory_budget="64MiB", max_batch_size=1,
+                           vram_limit_gb=b"8")
+    assert seen.read_text() == "8\n"
+
+
+def test_enter_returning_none_is_named():
+    exits = []
+
+    class Forgot:
+        def __enter__(self):
+            pass
+
+        def __exit__(self, *exc):
+            exits.append(exc[0])
+
+        def run(self, batch):
+            pass
+
+    with pytest.raises(TypeError, match="__enter__ returned NoneType None.*return self"):
+        batchfit.measure_batch_size(Forgot, device=sim())
+    assert exits == [TypeError]
+
+
+def test_auto_on_the_host_says_so_in_the_result():
+    result = batchfit.probe_batch_size(lambda b: None, device="auto", max_batch_size=2)
+    if result.device["spec"] == "host":
+        assert any("device auto uses the host's memory" in w for w in result.warnings)
