@@ -722,6 +722,8 @@ typedef struct watch {
     int failed;             /* BATCHFIT_E_NO_MEMORY: the watch could not grow */
     int host_oom_known;      /* the host's oom_kill count when the trial began */
     uint64_t host_oom_start;
+    int shmem_known;         /* without a cgroup: the host's Shmem when the trial began */
+    uint64_t shmem_start;
 } watch;
 
 uint64_t batchfit__scale_to_budget(uint64_t peak, uint64_t budget, uint64_t reference)
@@ -798,6 +800,23 @@ static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now
     return 0;
 }
 
+/* Without a cgroup, the shared memory the trial made that none of its
+ * processes maps (a file written to /dev/shm or another tmpfs, kept open or
+ * left there): in no process's RSS, and as unreclaimable as its heap (with
+ * no swap, not at all). The host's Shmem grew by it, less what the tree
+ * maps (counted in its RSS already). Another program's shared memory made
+ * meanwhile counts too: an over-count, where uncounted a reviewer's
+ * program reached 23 GiB of /dev/shm on a 24 GiB host under a 300 MiB
+ * budget, the watchdog seeing 2.4 MiB. */
+static uint64_t unmapped_shmem(const batchfit__runner *r, const watch *w)
+{
+    uint64_t now;
+    if (!w->shmem_known || batchfit__meminfo_shmem(&now) != 0 || now <= w->shmem_start)
+        return 0;
+    uint64_t grown = now - w->shmem_start;
+    return grown > r->tree.shmem_bytes ? grown - r->tree.shmem_bytes : 0;
+}
+
 /* Samples the trial's memory with the same measure its peak is judged by:
  * on a GPU, the device's; on the host, the cgroup's charge where there is
  * a cgroup (resident shared libraries charged elsewhere do not count), else
@@ -815,7 +834,7 @@ static int sample_memory(batchfit__runner *r, pid_t pid, watch *w)
     if (batchfit__proc_hwm((long)pid, &hwm) == 0 && hwm > w->main_hwm)
         w->main_hwm = hwm;
     if (!(r->cg.path[0] && batchfit__cgroup_resident(&r->cg, &host) == 0) && rc == 0)
-        host = tree;
+        host = tree + unmapped_shmem(r, w);
     if (host > w->sampled_peak)
         w->sampled_peak = host;
     now = host;
@@ -1347,6 +1366,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     w.watchdog_gpu = -1;
     w.start = batchfit__now();
     w.host_oom_known = batchfit__vmstat_oom_kills(&w.host_oom_start) == 0;
+    w.shmem_known = !r->cg.path[0] && batchfit__meminfo_shmem(&w.shmem_start) == 0;
     if (batchfit__self_rss(&w.rss_at_fork) != 0)
         w.rss_at_fork = UINT64_MAX; /* unknown: ru_maxrss cannot be told from our copy */
     pid_t parent = getpid();

@@ -359,6 +359,9 @@ typedef struct batchfit__proc_tree {
      * and the sum only finds the members. On from init. */
     int proportional;
     int rollup; /* this kernel has smaps_rollup */
+    /* With proportional: the shared memory (tmpfs, MAP_SHARED) the sum
+     * counts, each page once where smaps_rollup says so (Pss_Shmem). */
+    uint64_t shmem_bytes;
     /* Children of ours that are not the trial's: its guard, and those the
      * caller had before the trial began (a program using the library may
      * have its own). Every other child of ours is a trial's orphan. */
@@ -370,6 +373,8 @@ void batchfit__proc_tree_init(batchfit__proc_tree *t, const batchfit_allocator *
 void batchfit__proc_tree_clear(batchfit__proc_tree *t);
 void batchfit__proc_tree_free(batchfit__proc_tree *t);
 int batchfit__meminfo(uint64_t *total, uint64_t *available);
+/* The host's shared memory (tmpfs and shared anonymous pages): Shmem. */
+int batchfit__meminfo_shmem(uint64_t *bytes);
 /* The host's count of processes the out-of-memory killer killed (/proc/vmstat). */
 int batchfit__vmstat_oom_kills(uint64_t *count);
 int batchfit__self_rss(uint64_t *bytes);

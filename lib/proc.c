@@ -38,46 +38,82 @@ int batchfit__meminfo(uint64_t *total, uint64_t *available)
     return have == 3 ? 0 : -1;
 }
 
-int batchfit__vmstat_oom_kills(uint64_t *count)
+/* The number after key on its line of a "key value" file (/proc/vmstat,
+ * and /proc/meminfo, whose keys end in ':' and values in " kB"). */
+static int keyed_value(const char *path, const char *key, unsigned long long *value)
 {
-    FILE *f = fopen("/proc/vmstat", "re");
+    FILE *f = fopen(path, "re");
     if (!f)
         return -1;
-    char key[64];
-    unsigned long long value;
+    char line[256], name[64];
+    unsigned long long v;
     int found = 0;
-    while (!found && fscanf(f, "%63s %llu\n", key, &value) == 2)
-        if (strcmp(key, "oom_kill") == 0) {
-            *count = value;
+    while (!found && fgets(line, sizeof line, f))
+        if (sscanf(line, "%63s %llu", name, &v) == 2 && strcmp(name, key) == 0) {
+            *value = v;
             found = 1;
         }
     fclose(f);
     return found ? 0 : -1;
 }
 
-/* A "Key:   N kB" line of /proc/PID/FILE (status, smaps_rollup). -1 with
- * errno EACCES or EPERM where the file may not be read; -1 otherwise where
- * the process is gone (or its memory map is: it is exiting). */
-static int proc_kib(const char *pid, const char *file, const char *key, uint64_t *bytes)
+int batchfit__meminfo_shmem(uint64_t *bytes)
+{
+    unsigned long long kib;
+    if (keyed_value("/proc/meminfo", "Shmem:", &kib) != 0)
+        return -1;
+    *bytes = (uint64_t)kib * 1024;
+    return 0;
+}
+
+int batchfit__vmstat_oom_kills(uint64_t *count)
+{
+    unsigned long long v;
+    if (keyed_value("/proc/vmstat", "oom_kill", &v) != 0)
+        return -1;
+    *count = v;
+    return 0;
+}
+
+/* A "Key:   N kB" line of /proc/PID/FILE (status, smaps_rollup), and a
+ * second key's where key2 is given (0 where the file has no such line). -1
+ * with errno EACCES or EPERM where the file may not be read; -1 otherwise
+ * where the process is gone (or its memory map is: it is exiting) or the
+ * first key is not there. */
+static int proc_kib2(const char *pid, const char *file, const char *key, uint64_t *bytes,
+                     const char *key2, uint64_t *bytes2)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%s/%s", pid, file);
     FILE *f = fopen(path, "re");
     if (!f)
         return errno == EACCES || errno == EPERM ? -1 : (errno = ENOENT, -1);
-    size_t klen = strlen(key);
-    int found = -1;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
-            *bytes = strtoull(line + klen + 1, NULL, 10) * 1024;
-            found = 0;
-            break;
+    const char *keys[2] = {key, key2};
+    uint64_t *out[2] = {bytes, bytes2};
+    int wanted = key2 ? 2 : 1, seen = 0, found = -1;
+    if (key2)
+        *bytes2 = 0;
+    while (seen < wanted && fgets(line, sizeof line, f)) {
+        for (int k = 0; k < wanted; k++) {
+            size_t klen = strlen(keys[k]);
+            if (strncmp(line, keys[k], klen) == 0 && line[klen] == ':') {
+                *out[k] = strtoull(line + klen + 1, NULL, 10) * 1024;
+                seen++;
+                if (k == 0)
+                    found = 0;
+            }
         }
     }
     fclose(f);
     if (found)
         errno = ENOENT;
     return found;
+}
+
+/* Where the caller reads one key. */
+static int proc_kib(const char *pid, const char *file, const char *key, uint64_t *bytes)
+{
+    return proc_kib2(pid, file, key, bytes, NULL, NULL);
 }
 
 int batchfit__self_rss(uint64_t *bytes)
@@ -348,12 +384,15 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     uint64_t total = 0;
     long page = sysconf(_SC_PAGESIZE);
     unsigned processes = 0;
+    long only = 0;
+    t->shmem_bytes = 0;
     for (size_t i = 0; i < n; i++) {
         batchfit__proc_entry *x = &t->scan[i];
         if (resolve(t, n, x) != 1)
             continue;
         total += (uint64_t)x->rss_pages * (uint64_t)page;
         processes++;
+        only = x->pid;
         if (!rc && !member_has(t, sorted, x->pid, x->start))
             rc = member_add(t, x->pid, x->start);
     }
@@ -376,13 +415,21 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
             if (x->state != 1)
                 continue;
             char text[32];
-            uint64_t pss = 0;
+            uint64_t pss = 0, shmem = 0;
             snprintf(text, sizeof text, "%ld", x->pid);
-            if (x->rss_pages && proc_kib(text, "smaps_rollup", "Pss", &pss) != 0)
+            if (x->rss_pages &&
+                proc_kib2(text, "smaps_rollup", "Pss", &pss, "Pss_Shmem", &shmem) != 0)
                 pss = errno == EACCES || errno == EPERM ? (uint64_t)x->rss_pages * (uint64_t)page
                                                         : 0;
             total += pss;
+            t->shmem_bytes += shmem;
         }
+    } else if (processes == 1 && t->proportional) {
+        char text[32];
+        uint64_t shmem = 0;
+        snprintf(text, sizeof text, "%ld", only);
+        if (proc_kib(text, "status", "RssShmem", &shmem) == 0)
+            t->shmem_bytes = shmem;
     }
     if (t->count)
         qsort(t->member, t->count, sizeof *t->member, member_cmp);

@@ -230,6 +230,33 @@ TEST(child_page_cache_is_not_trial_memory)
     unlink(file);
 }
 
+/* Without a cgroup, a file written to a tmpfs (/dev/shm) is memory no
+ * process maps, in no RSS: a reviewer's program reached 23 GiB of
+ * /dev/shm under a 300 MiB budget, each peak read as 2.4 MiB. The host's
+ * Shmem counts it: in the peak, and to the watchdog. */
+TEST(child_tmpfs_files_count_without_a_cgroup)
+{
+    struct stat st;
+    if (stat("/dev/shm", &st) != 0 || !S_ISDIR(st.st_mode) || access("/dev/shm", W_OK) != 0)
+        return;
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = BATCHFIT_CGROUPS_OFF;
+    o.budget_bytes = UINT64_C(512) << 20;
+    const char *argv[] = {tool(), "tmpfs", "/dev/shm", "96", NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.peak_known);
+    CHECK(t.peak_bytes >= (UINT64_C(90) << 20));
+    /* Past the budget the watchdog stops it. */
+    o.budget_bytes = UINT64_C(48) << 20;
+    const char *big[] = {tool(), "tmpfs", "/dev/shm", "160", NULL};
+    CHECK_EQ(trial(&o, big, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK(t.process.watchdog_stopped);
+}
+
 /* #5: a wrapper whose trainer the kernel kills at the cgroup's limit exits
  * 137 itself, without dying by a signal: still out of memory, and the need
  * is known to exceed the cap. */

@@ -33,6 +33,9 @@
  *                                hold it 100 ms, exit 0 ("out of memory" if the map fails)
  *   stream FILE MIB              write MIB MiB to FILE, sync it, drop it from the page cache,
  *                                read it back and remove it, exit 0 (page cache, tiny RSS)
+ *   tmpfs DIR MIB                write MIB MiB to a file in DIR (a tmpfs such as /dev/shm),
+ *                                removed at once and kept open, hold it 300 ms, exit 0
+ *                                (shared memory that no process maps)
  *   orphan-notify FD             fork a grandchild in a new session, write "PID GRANDCHILD"
  *                                to FD, then sleep until killed (the grandchild too)
  *   mixed N                      print N progress lines to stdout (flushed at exit, as a
@@ -485,6 +488,22 @@ int main(int argc, char **argv)
             ;
         close(fd);
         unlink(argv[2]);
+        return 0;
+    }
+    if (strcmp(mode, "tmpfs") == 0 && argc > 3) {
+        static char block[1 << 16];
+        char path[4096];
+        snprintf(path, sizeof path, "%s/childtool-tmpfs-%ld", argv[2], (long)getpid());
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0)
+            return 3;
+        unlink(path);
+        memset(block, 'x', sizeof block);
+        for (long i = 0, blocks = atol(argv[3]) * 16; i < blocks; i++)
+            if (write(fd, block, sizeof block) != (ssize_t)sizeof block)
+                return 3;
+        sleep_ms(300);
+        close(fd);
         return 0;
     }
     if (strcmp(mode, "join-group") == 0 && argc > 3) {
