@@ -71,6 +71,12 @@ static const oom_row builtin_rows[] = {
      "memory allocation of 4294967296 bytes failed"},
     {"out of host memory", "[Oo]ut of host memory|OUT_OF_HOST_MEMORY",
      "Error: out of host memory while pinning the batch buffer"},
+    /* A DataLoader worker's batch that /dev/shm cannot hold (Docker's 64
+     * MiB by default): a limit that grows with the batch, as memory does. */
+    {"PyTorch DataLoader shared memory",
+     "insufficient shared memory \\(shm\\)|workers are out of shared memory",
+     "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+     "shared memory (shm)."},
     {"generic out-of-memory message", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
 };
 
@@ -85,7 +91,7 @@ static const char *const device_rows[] = {
 static const char *const host_rows[] = {
     "PyTorch CPU allocator", "Python MemoryError", "NumPy MemoryError", "C++ allocation failure",
     "C library ENOMEM", "C allocation failure (malloc failed)", "Rust allocation failure",
-    "out of host memory",
+    "out of host memory", "PyTorch DataLoader shared memory",
 };
 
 static int named_in(const char *source, const char *const *rows, size_t count)

@@ -457,8 +457,10 @@ int batchfit__missing_interpreter(const char *path, char *interp, size_t len)
     const char *p = line + 2;
     while (*p == ' ' || *p == '\t')
         p++;
-    size_t k = strcspn(p, " \t\r\n");
-    if (k == 0 || k >= len || (p[k] != ' ' && p[k] != '\t' && p[k] != '\r' && p[k] != '\n'))
+    /* As the kernel reads it: a carriage return is part of the name (a
+     * script saved with Windows line endings asks for "/bin/sh\r"). */
+    size_t k = strcspn(p, " \t\n");
+    if (k == 0 || k >= len || (p[k] != ' ' && p[k] != '\t' && p[k] != '\n'))
         return 0;
     memcpy(interp, p, k);
     interp[k] = '\0';
@@ -487,11 +489,21 @@ int batchfit_command_check(batchfit_ctx *ctx, const char *program)
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "command %.300s%s: %s", program,
                               strlen(program) > 300 ? "..." : "", why);
     }
-    if (batchfit__missing_interpreter(path, interp, sizeof interp))
+    if (batchfit__missing_interpreter(path, interp, sizeof interp)) {
+        size_t k = strlen(interp);
+        if (k > 1 && interp[k - 1] == '\r') {
+            interp[k - 1] = '\0';
+            return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                                  "command %s: its #! line ends in a carriage return, so its "
+                                  "interpreter is \"%s\\r\", which is not found (the script has "
+                                  "Windows line endings: convert it, e.g. sed -i 's/\\r$//' %s)",
+                                  program, interp, program);
+        }
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
                               "command %s: its interpreter %s (its #! line) is not found or not "
                               "executable",
                               program, interp);
+    }
     return BATCHFIT_OK;
 }
 

@@ -1057,7 +1057,14 @@ static int propose_slope_unknown(search *s, const double *x, const double *y, un
      * the fixed part was half the threshold (22 trials over a pool's flat
      * run); the full factor overshot a pool's edge five sizes away. Widen
      * by the geometric middle of the two factors. */
-    if (n >= 2 && steepest == all_grows && target > 0.0 && target < widest)
+    /* Unless the top did grow from the point before it by at least half
+     * what all of it growing would make: points close together (a first
+     * guess of 850, then 896, 11 MiB higher under 12 MiB of declared
+     * noise) bound the slope by nothing, yet their rise says the memory
+     * grows with the batch, and widening sent a program whose answer is
+     * 948 to 2538, then three more out of memory. */
+    int grows_with_all = rose && top_y - y[n - 2] >= 0.5 * all_grows * (top_x - x[n - 2]);
+    if (n >= 2 && steepest == all_grows && target > 0.0 && target < widest && !grows_with_all)
         target = largest * sqrt(target / largest * WIDEN_AT_MOST);
     if (target > widest && !(prior_bounds && rose)) {
         double all = crossing(s, top_x, top_y + granule, all_grows);

@@ -298,9 +298,13 @@ static int run(session *s)
                  s->plot.path);
     if (found && probe_mpi_rank(s->mpi) == 0) {
         probe_print_summary(s);
-        /* With --export-json - the JSON is the answer on stdout. */
-        int answer_here = s->mpi || s->export.kind != EXPORT_STDOUT || !s->export.path;
-        if (s->mpi)
+        /* With --export-json - the JSON is the answer on stdout; with
+         * --plot - the picture is, and a line after it made the SVG
+         * unreadable ("Extra content at the end of the document"). */
+        int document = (s->export.kind == EXPORT_STDOUT && s->export.path) ||
+                       (s->plot.kind == EXPORT_STDOUT && s->plot.path);
+        int answer_here = !document;
+        if (s->mpi && answer_here)
             probe_print_agreement(s);
         else if (answer_here)
             printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);

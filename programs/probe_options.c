@@ -263,10 +263,11 @@ static const option_def options[] = {
     {"--peak-spread", "PCT", OPT_SPECIAL, 0, 0, set_peak_spread,
      "trial-to-trial spread of peaks to guard against (default: the device's, 5% on host)"},
     {"--no-cgroup", NULL, OPT_FLAG, AT(no_cgroup), 1, NULL,
-     "measure with wait4's rusage and sampling only"},
+     "measure with wait4's rusage and sampling only (the process tree's RSS and unmapped "
+     "shared memory)"},
     {"--cache", NULL, OPT_FLAG, AT(no_cache), 0, NULL,
-     "verify a remembered answer in two trials instead of searching (the default: it is "
-     "always verified)"},
+     "verify a remembered answer in one or two trials instead of searching (the default: "
+     "it is always verified; where it no longer holds, the search goes on from it)"},
     {"--no-cache", NULL, OPT_FLAG, AT(no_cache), 1, NULL, "neither read nor write the cache"},
     {"--cache-key", "KEY", OPT_SPECIAL, 0, 0, set_cache_key,
      "name the model in the cache key instead of hashing the command"},
@@ -330,10 +331,11 @@ static void print_help(FILE *f)
                 fprintf(f, "%29s", "");
         }
     }
-    fprintf(f, "\nexit status: 0 found, 2 bad usage or input (nothing run), 3 even the minimum "
-               "does not fit,\n4 a trial failed with an error that is not out-of-memory, 5 no "
-               "usable device, 6 the\n--export-json or --plot file, or standard output, could "
-               "not be written, 128+N stopped by\nsignal N (130: Ctrl-C).\n");
+    fprintf(f, "\nexit status: 0 found, 2 bad usage or input (nothing run), 3 no size fitted "
+               "(even the minimum\ndoes not fit, or none did within --max-trials), 4 a trial "
+               "failed with an error that is not\nout-of-memory, 5 no usable device, 6 the "
+               "--export-json or --plot file, or standard\noutput, could not be written, 128+N "
+               "stopped by signal N (130: Ctrl-C).\n");
 }
 
 static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const char *value)

@@ -1640,6 +1640,14 @@ TEST(cli_plot_is_checked_before_any_trial)
     CHECK_CONTAINS(json, "\"batch_size\": 4");
     unlink(json_path);
     unlink(svg_path);
+    /* --plot - : the picture is stdout's document, with no answer line
+     * after it (one made the SVG unreadable). */
+    const char *to_stdout[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--max",
+                               "4", "--plot", "-", "--", tool(), "exit", "0", NULL};
+    CHECK_EQ(cli(&r, to_stdout, NULL), 0);
+    CHECK(strncmp(r.out, "<?xml", 5) == 0);
+    size_t len = strlen(r.out);
+    CHECK(len > 7 && strcmp(r.out + len - 7, "</svg>\n") == 0);
 }
 
 /* batchfit plot draws a probe's result and nothing else: never over its
@@ -1832,6 +1840,18 @@ TEST(cli_command_check_follows_execvp)
     batchfit_ctx *ctx = test_ctx(NULL);
     CHECK_EQ(batchfit_command_check(ctx, script), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "/nonexistent/python9");
+    /* Windows line endings: the kernel looks for "/bin/sh\r" (execve said
+     * "No such file or directory", exit 4, about a file that exists). */
+    f = fopen(script, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("#!/bin/sh\r\nexit 0\r\n", f);
+        fclose(f);
+    }
+    CHECK_EQ(cli(&r, bad_interp, NULL), 2);
+    CHECK_CONTAINS(r.err, "its #! line ends in a carriage return");
+    CHECK_CONTAINS(r.err, "Windows line endings");
+    CHECK(strstr(r.err, "trial 1") == NULL);
     CHECK_EQ(batchfit_command_check(ctx, "sh"), BATCHFIT_OK);
     CHECK_EQ(batchfit_command_check(ctx, dir), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_EQ(batchfit_command_check(ctx, ""), BATCHFIT_E_INVALID_ARGUMENT);

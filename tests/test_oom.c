@@ -65,6 +65,13 @@ TEST(oom_every_builtin_row_matches_its_example)
         {"dataloader: realloc failed at 12 MiB", "C allocation failure (malloc failed)"},
         {"memory allocation of 24 bytes failed", "Rust allocation failure"},
         {"vkAllocateMemory: VK_ERROR_OUT_OF_HOST_MEMORY", "out of host memory"},
+        {"ERROR: Unexpected bus error encountered in worker. This might be caused by "
+         "insufficient shared memory (shm).",
+         "PyTorch DataLoader shared memory"},
+        {"RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+         "possible that dataloader's workers are out of shared memory. Please try to raise your "
+         "shared memory limit.",
+         "PyTorch DataLoader shared memory"},
         /* Words before the name that are neither negation nor advice, a
          * count that is not zero, a value that is not none. */
         {"GPU 0 out of memory while loading the checkpoint", "generic out-of-memory message"},

@@ -644,6 +644,21 @@ TEST(search_model_a_cold_first_trial_is_not_the_programs_scatter)
     batchfit_result_free(r);
 }
 
+/* A search under the host's 5% that runs guess first (*out NULL where it
+ * did not). */
+static void guessed_search(batchfit_ctx *ctx, curve_oracle *c, uint64_t guess,
+                           batchfit_result **out)
+{
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.first_guess = guess;
+    *out = NULL;
+    batchfit_result *r = NULL;
+    CHECK_EQ(search_under(ctx, &o, 0, c, c->capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK_EQ(r->trials[0].batch, guess);
+    *out = r;
+}
+
 static void first_guess_search(curve_oracle *cp, uint64_t guess, uint64_t low, uint64_t high,
                                size_t trials);
 
@@ -673,18 +688,38 @@ static void first_guess_search(curve_oracle *cp, uint64_t guess, uint64_t low, u
                                size_t trials)
 {
     curve_oracle c = *cp;
-    batchfit_options o;
-    batchfit_options_init(&o);
-    o.first_guess = guess;
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_result *r = NULL;
-    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
-    CHECK_EQ(r->trials[0].batch, guess);
+    guessed_search(ctx, &c, guess, &r);
+    CHECK(r != NULL);
     CHECK_EQ(r->trials[0].outcome, BATCHFIT_OOM);
     CHECK(r->batch_size >= low && r->batch_size <= high);
     CHECK(r->trial_count <= trials);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
+}
+
+/* A close estimate (850, where 20 MiB + 256 KiB a sample fits 951 under
+ * 285 MiB and the host's 5%; a reviewer's C program): the next size is
+ * 896, 11 MiB higher under 12 MiB of declared noise. Read as "memory did
+ * not grow", the spacing was widened to 2538, and three more sizes ran
+ * out of memory on the way down (8 trials; 4 without the estimate). */
+TEST(search_model_a_close_estimate_costs_no_out_of_memory)
+{
+    for (uint64_t guess = 850; guess <= 940; guess += 30) {
+        curve_oracle c = killed_program(20, 0.25, 0, 285, 0.0005);
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        guessed_search(ctx, &c, guess, &r);
+        CHECK(r != NULL);
+        for (size_t k = 0; k < r->trial_count; k++)
+            CHECK(r->trials[k].outcome == BATCHFIT_FITS && r->trials[k].batch < 1100);
+        /* floor((285 * 0.95 / 1.05 - 20) * 4) = 951, within the wander */
+        CHECK(r->batch_size >= 948 && r->batch_size <= 951);
+        CHECK(r->trial_count <= 6);
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
 }
 
 /* An estimate 86 times too large (a reviewer's C program, 30 MiB + 200
