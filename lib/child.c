@@ -102,6 +102,7 @@ void batchfit__runner_options_init(batchfit__runner_options *opts)
     opts->watchdog = 1;
     opts->sample_interval = 0.02;
     opts->cgroups = BATCHFIT_CGROUPS_AUTO;
+    opts->host_shmem = 1;
 }
 
 int batchfit__runner_create(batchfit_ctx *ctx, const batchfit__runner_options *opts,
@@ -722,8 +723,8 @@ typedef struct watch {
     int failed;             /* BATCHFIT_E_NO_MEMORY: the watch could not grow */
     int host_oom_known;      /* the host's oom_kill count when the trial began */
     uint64_t host_oom_start;
-    int shmem_known;         /* without a cgroup: the host's Shmem when the trial began */
-    uint64_t shmem_start;
+    int shmem_known;         /* without a cgroup: the host's lowest Shmem since the trial began */
+    uint64_t shmem_low;
 } watch;
 
 uint64_t batchfit__scale_to_budget(uint64_t peak, uint64_t budget, uint64_t reference)
@@ -804,16 +805,46 @@ static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now
  * processes maps (a file written to /dev/shm or another tmpfs, kept open or
  * left there): in no process's RSS, and as unreclaimable as its heap (with
  * no swap, not at all). The host's Shmem grew by it, less what the tree
- * maps (counted in its RSS already). Another program's shared memory made
- * meanwhile counts too: an over-count, where uncounted a reviewer's
- * program reached 23 GiB of /dev/shm on a 24 GiB host under a 300 MiB
- * budget, the watchdog seeing 2.4 MiB. */
-static uint64_t unmapped_shmem(const batchfit__runner *r, const watch *w)
+ * maps (counted in its RSS already). Grown from its lowest point since
+ * the trial began: a file of the same name rewritten (an earlier trial's,
+ * truncated first) fell and rose again, and read from the start it
+ * counted nothing. Another program's shared memory made meanwhile counts
+ * too: an over-count, where uncounted a reviewer's program reached 23 GiB
+ * of /dev/shm on a 24 GiB host under a 300 MiB budget, the watchdog
+ * seeing 2.4 MiB. Not where the tree's own mapped shared memory is
+ * unknown (a kernel before 5.3 has no Pss_Shmem: it would count twice),
+ * nor across MPI ranks (host_shmem off) or where a launcher started
+ * several processes on this host (job_shares_host): their trials run at
+ * once, and each read the other's shared memory as its own (two ranks on
+ * one node answered half the size). */
+static uint64_t unmapped_shmem(const batchfit__runner *r, watch *w);
+
+/* Whether a launcher started several processes of this job on this host
+ * (mpirun -n 2 on one node, torchrun, srun): each may run a trial at the
+ * same moment, and the host's shared memory grows by all of theirs. */
+static int job_shares_host(void)
+{
+    static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                        "LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE",
+                                        "PMI_LOCAL_SIZE"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && strtol(v, NULL, 10) > 1)
+            return 1;
+    }
+    return 0;
+}
+
+static uint64_t unmapped_shmem(const batchfit__runner *r, watch *w)
 {
     uint64_t now;
-    if (!w->shmem_known || batchfit__meminfo_shmem(&now) != 0 || now <= w->shmem_start)
+    if (!w->shmem_known || batchfit__meminfo_shmem(&now) != 0)
         return 0;
-    uint64_t grown = now - w->shmem_start;
+    if (now < w->shmem_low)
+        w->shmem_low = now;
+    uint64_t grown = now - w->shmem_low;
+    if (!r->tree.shmem_known)
+        return 0;
     return grown > r->tree.shmem_bytes ? grown - r->tree.shmem_bytes : 0;
 }
 
@@ -1366,7 +1397,8 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     w.watchdog_gpu = -1;
     w.start = batchfit__now();
     w.host_oom_known = batchfit__vmstat_oom_kills(&w.host_oom_start) == 0;
-    w.shmem_known = !r->cg.path[0] && batchfit__meminfo_shmem(&w.shmem_start) == 0;
+    w.shmem_known = r->opts.host_shmem && !r->cg.path[0] && !job_shares_host() &&
+                    batchfit__meminfo_shmem(&w.shmem_low) == 0;
     if (batchfit__self_rss(&w.rss_at_fork) != 0)
         w.rss_at_fork = UINT64_MAX; /* unknown: ru_maxrss cannot be told from our copy */
     pid_t parent = getpid();

@@ -362,6 +362,7 @@ typedef struct batchfit__proc_tree {
     /* With proportional: the shared memory (tmpfs, MAP_SHARED) the sum
      * counts, each page once where smaps_rollup says so (Pss_Shmem). */
     uint64_t shmem_bytes;
+    int shmem_known; /* the kernel said (an old one has no Pss_Shmem) */
     /* Children of ours that are not the trial's: its guard, and those the
      * caller had before the trial began (a program using the library may
      * have its own). Every other child of ours is a trial's orphan. */
@@ -525,6 +526,11 @@ typedef struct batchfit__runner_options {
     const char *vram_limit_gb;   /* passed on as VRAM_LIMIT_GB when not NULL */
     int show_output;
     batchfit_cgroups cgroups;
+    /* Without a cgroup, the host's shared memory grown during a trial
+     * counts as the trial's (less what its processes map): only where this
+     * runner's trials are the only ones on the host (not across MPI ranks,
+     * whose trials run at once and may share it). On by default. */
+    int host_shmem;
     const batchfit__oom_table *oom; /* NULL = the built-in table */
     batchfit_device *device;     /* the GPU or GPUs the trial uses (NULL: host memory) */
     /* Each GPU's own budget, in the device's order (NULL: budget_bytes for

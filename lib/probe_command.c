@@ -27,6 +27,7 @@ typedef struct command_source {
     /* Trials in parallel (opts->parallel above 1): one runner per GPU of
      * identical GPUs, each showing the command only its own GPU. */
     unsigned parallel;
+    int alone; /* no other rank's trials run with ours (see host_shmem) */
     unsigned gpu_runners;
     batchfit__runner *gpu_runner[BATCHFIT_MAX_GPUS];
     batchfit_device *device;
@@ -338,6 +339,7 @@ static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *
     ro.sample_interval = co->sample_interval;
     ro.show_output = co->show_output;
     ro.cgroups = co->cgroups;
+    ro.host_shmem = c->alone;
     ro.oom = c->oom;
     /* A GPU's trials are judged by their GPU memory (each GPU of several
      * against its own budget); the host's by RSS. */
@@ -457,6 +459,15 @@ int batchfit__missing_interpreter(const char *path, char *interp, size_t len)
     const char *p = line + 2;
     while (*p == ' ' || *p == '\t')
         p++;
+    /* A #! line ending in a carriage return (Windows line endings) runs
+     * nothing: the interpreter, or its last argument ("sh\r" after
+     * /usr/bin/env), carries it. The whole line is returned, with it. */
+    size_t end = strcspn(p, "\n");
+    if (p[end] == '\n' && end > 0 && p[end - 1] == '\r' && end < len) {
+        memcpy(interp, p, end);
+        interp[end] = '\0';
+        return 1;
+    }
     /* As the kernel reads it: a carriage return is part of the name (a
      * script saved with Windows line endings asks for "/bin/sh\r"). */
     size_t k = strcspn(p, " \t\n");
@@ -494,9 +505,10 @@ int batchfit_command_check(batchfit_ctx *ctx, const char *program)
         if (k > 1 && interp[k - 1] == '\r') {
             interp[k - 1] = '\0';
             return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
-                                  "command %s: its #! line ends in a carriage return, so its "
-                                  "interpreter is \"%s\\r\", which is not found (the script has "
-                                  "Windows line endings: convert it, e.g. sed -i 's/\\r$//' %s)",
+                                  "command %s: its #! line \"#!%s\\r\" ends in a carriage return, "
+                                  "which the interpreter's name or its last argument then carries "
+                                  "(the script has Windows line endings: convert it, e.g. "
+                                  "sed -i 's/\\r$//' %s)",
                                   program, interp, program);
         }
         return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
@@ -576,6 +588,8 @@ int batchfit_probe_command(batchfit_ctx *ctx, const batchfit_options *opts,
                  .trial = command_trial,
                  .end = command_end},
         .copts = copts,
+        /* Any job of several ranks: they probe at once, and may share a host. */
+        .alone = !(batchfit__ranks_valid(opts->ranks) && opts->ranks->size > 1),
         /* Across ranks each rank runs one trial a round on its one device. */
         .parallel = batchfit__ranks_active(opts) ? 0 : opts->parallel,
     };

@@ -81,7 +81,7 @@ int batchfit__vmstat_oom_kills(uint64_t *count)
  * where the process is gone (or its memory map is: it is exiting) or the
  * first key is not there. */
 static int proc_kib2(const char *pid, const char *file, const char *key, uint64_t *bytes,
-                     const char *key2, uint64_t *bytes2)
+                     const char *key2, uint64_t *bytes2, int *found2)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%s/%s", pid, file);
@@ -93,6 +93,8 @@ static int proc_kib2(const char *pid, const char *file, const char *key, uint64_
     int wanted = key2 ? 2 : 1, seen = 0, found = -1;
     if (key2)
         *bytes2 = 0;
+    if (found2)
+        *found2 = 0;
     while (seen < wanted && fgets(line, sizeof line, f)) {
         for (int k = 0; k < wanted; k++) {
             size_t klen = strlen(keys[k]);
@@ -101,6 +103,8 @@ static int proc_kib2(const char *pid, const char *file, const char *key, uint64_
                 seen++;
                 if (k == 0)
                     found = 0;
+                else if (found2)
+                    *found2 = 1;
             }
         }
     }
@@ -113,7 +117,7 @@ static int proc_kib2(const char *pid, const char *file, const char *key, uint64_
 /* Where the caller reads one key. */
 static int proc_kib(const char *pid, const char *file, const char *key, uint64_t *bytes)
 {
-    return proc_kib2(pid, file, key, bytes, NULL, NULL);
+    return proc_kib2(pid, file, key, bytes, NULL, NULL, NULL);
 }
 
 int batchfit__self_rss(uint64_t *bytes)
@@ -386,6 +390,9 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
     unsigned processes = 0;
     long only = 0;
     t->shmem_bytes = 0;
+    /* Known where each process's mapped shared memory was read: by
+     * smaps_rollup's Pss_Shmem (Linux 5.3) or, for one process, RssShmem. */
+    t->shmem_known = 0;
     for (size_t i = 0; i < n; i++) {
         batchfit__proc_entry *x = &t->scan[i];
         if (resolve(t, n, x) != 1)
@@ -410,26 +417,33 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
      * map for as long as it lives. */
     if (processes > 1 && t->proportional && t->rollup) {
         total = 0;
+        t->shmem_known = 1;
         for (size_t i = 0; i < n; i++) {
             batchfit__proc_entry *x = &t->scan[i];
             if (x->state != 1)
                 continue;
             char text[32];
             uint64_t pss = 0, shmem = 0;
+            int said = 0;
             snprintf(text, sizeof text, "%ld", x->pid);
             if (x->rss_pages &&
-                proc_kib2(text, "smaps_rollup", "Pss", &pss, "Pss_Shmem", &shmem) != 0)
+                proc_kib2(text, "smaps_rollup", "Pss", &pss, "Pss_Shmem", &shmem, &said) != 0)
                 pss = errno == EACCES || errno == EPERM ? (uint64_t)x->rss_pages * (uint64_t)page
                                                         : 0;
+            if (x->rss_pages && !said)
+                t->shmem_known = 0;
             total += pss;
             t->shmem_bytes += shmem;
         }
-    } else if (processes == 1 && t->proportional) {
+    } else if (processes <= 1 && t->proportional) {
+        t->shmem_known = processes == 0;
         char text[32];
         uint64_t shmem = 0;
         snprintf(text, sizeof text, "%ld", only);
-        if (proc_kib(text, "status", "RssShmem", &shmem) == 0)
+        if (processes == 1 && proc_kib(text, "status", "RssShmem", &shmem) == 0) {
             t->shmem_bytes = shmem;
+            t->shmem_known = 1;
+        }
     }
     if (t->count)
         qsort(t->member, t->count, sizeof *t->member, member_cmp);

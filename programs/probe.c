@@ -304,7 +304,7 @@ static int run(session *s)
         int document = (s->export.kind == EXPORT_STDOUT && s->export.path) ||
                        (s->plot.kind == EXPORT_STDOUT && s->plot.path);
         int answer_here = !document;
-        if (s->mpi && answer_here)
+        if (s->mpi)
             probe_print_agreement(s);
         else if (answer_here)
             printf("batch_size=%llu\n", (unsigned long long)s->result->batch_size);

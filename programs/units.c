@@ -26,10 +26,11 @@ int cli_parse_margin(batchfit_ctx *ctx, const char *value, double *fraction, uin
 int cli_bare_small_size(const char *flag, const char *value, uint64_t bytes, int percent_too,
                         char *msg, size_t len)
 {
-    size_t n = strlen(value);
-    while (n && (value[n - 1] == ' ' || value[n - 1] == '\t'))
-        n--;
-    if (bytes == 0 || bytes >= 1024 || !n || value[n - 1] < '0' || value[n - 1] > '9')
+    /* A unit is letters ("B", "MiB"): "5" and "5." name none. */
+    for (const char *c = value; *c; c++)
+        if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z'))
+            return 0;
+    if (bytes == 0 || bytes >= 1024)
         return 0;
     unsigned long long b = (unsigned long long)bytes;
     /* A percentage is offered only where it is one the option takes. */

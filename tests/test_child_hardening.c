@@ -255,6 +255,15 @@ TEST(child_tmpfs_files_count_without_a_cgroup)
     CHECK_EQ(trial(&o, big, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK(t.process.watchdog_stopped);
+    /* Under a launcher that started several processes on this host (MPI
+     * ranks on one node), each would read the others' shared memory as
+     * its own: not counted there. */
+    o.budget_bytes = UINT64_C(512) << 20;
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(t.peak_bytes < (UINT64_C(32) << 20));
 }
 
 /* #5: a wrapper whose trainer the kernel kills at the cgroup's limit exits

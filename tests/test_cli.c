@@ -369,6 +369,8 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--memory-budget", "300", "--memory-budget: \"300\" has no unit and would be 300 bytes; "
                                    "give a unit (300MiB, 300GiB)"},
         {"--margin", "5", "--margin: \"5\" has no unit and would be 5 bytes"},
+        {"--margin", "5.", "--margin: \"5.\" has no unit and would be 5 bytes"},
+        {"--memory-budget", "300.", "--memory-budget: \"300.\" has no unit and would be 300 bytes"},
         {"--device", "tpu:0", "--device"},
         {"--device", "sim:capacity=1GiB,colour=red", "colour"},
         {"--strategy", "fast", "--strategy"},
@@ -1841,17 +1843,25 @@ TEST(cli_command_check_follows_execvp)
     CHECK_EQ(batchfit_command_check(ctx, script), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "/nonexistent/python9");
     /* Windows line endings: the kernel looks for "/bin/sh\r" (execve said
-     * "No such file or directory", exit 4, about a file that exists). */
-    f = fopen(script, "w");
-    CHECK(f != NULL);
-    if (f) {
-        fputs("#!/bin/sh\r\nexit 0\r\n", f);
-        fclose(f);
+     * "No such file or directory", exit 4, about a file that exists); and
+     * through env, whose interpreter exists, "sh\r" is not found. */
+    static const char *const crlf[][2] = {
+        {"#!/bin/sh\r\nexit 0\r\n", "its #! line \"#!/bin/sh\\r\" ends in a carriage return"},
+        {"#!/usr/bin/env sh\r\nexit 0\r\n",
+         "its #! line \"#!/usr/bin/env sh\\r\" ends in a carriage return"},
+    };
+    for (size_t k = 0; k < sizeof crlf / sizeof crlf[0]; k++) {
+        f = fopen(script, "w");
+        CHECK(f != NULL);
+        if (f) {
+            fputs(crlf[k][0], f);
+            fclose(f);
+        }
+        CHECK_EQ(cli(&r, bad_interp, NULL), 2);
+        CHECK_CONTAINS(r.err, crlf[k][1]);
+        CHECK_CONTAINS(r.err, "Windows line endings");
+        CHECK(strstr(r.err, "trial 1") == NULL);
     }
-    CHECK_EQ(cli(&r, bad_interp, NULL), 2);
-    CHECK_CONTAINS(r.err, "its #! line ends in a carriage return");
-    CHECK_CONTAINS(r.err, "Windows line endings");
-    CHECK(strstr(r.err, "trial 1") == NULL);
     CHECK_EQ(batchfit_command_check(ctx, "sh"), BATCHFIT_OK);
     CHECK_EQ(batchfit_command_check(ctx, dir), BATCHFIT_E_INVALID_ARGUMENT);
     CHECK_EQ(batchfit_command_check(ctx, ""), BATCHFIT_E_INVALID_ARGUMENT);

@@ -228,8 +228,12 @@ def _no_nul(text: Union[str, bytes], what: str, given: Any = None) -> None:
 def parse_size(text: Size, what: str = "size") -> int:
     """Bytes from a size such as ``"12GiB"``, ``"1.5 GB"``, ``"4096"`` (the library's parser);
     an int is taken as bytes."""
-    if isinstance(text, bool):
+    if isinstance(text, bool) or _numpy_bool(text):
         raise error_for(9, f"{what}: expected a size, got {text!r}")
+    if isinstance(text, decimal.Decimal) and text.is_finite() and text == text.to_integral_value():
+        text = int(text)
+    elif isinstance(text, numbers.Real) and not isinstance(text, numbers.Integral):
+        text = float(text)  # numpy's float32, Fraction: a whole one is a whole number of bytes
     if isinstance(text, float) and text.is_integer():
         text = int(text)  # 1.5e9 is a whole number of bytes
     if isinstance(text, int):
@@ -355,7 +359,7 @@ def _no_unit(value: Any, what: str, n: int, fraction_too: bool = False) -> None:
         return
     if isinstance(value, (str, bytes)):
         text = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
-        if not text.strip()[-1:].isdigit():
+        if any(c.isascii() and c.isalpha() for c in text):  # a unit: "5." and "5" name none
             return
     share = f"a fraction ({n / 100:g}), a percentage (\"{n}%\"), " if fraction_too and n < 100 \
         else ""

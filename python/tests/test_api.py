@@ -356,7 +356,7 @@ def test_sizes_and_margins_say_what_they_mean():
             probe(lambda: LinearStep(), memory_budget=budget)
     # So is a margin, whatever carries the number: "5" from YAML or the environment was 5 bytes
     # (no margin at all), where the int 5 was refused.
-    for margin in (5, "5", b"5", " 5", decimal.Decimal(5)):
+    for margin in (5, "5", b"5", " 5", "5.", decimal.Decimal(5)):
         with pytest.raises(batchfit.InvalidArgument, match="has no unit and would be 5 bytes"):
             probe(lambda: LinearStep(), margin=margin)
     assert probe(lambda: LinearStep(), memory_budget="150MiB", margin="60MiB").batch_size == 80
@@ -1138,6 +1138,10 @@ def test_numbers_of_numpy_and_fractions_are_read_as_floats_are():
     assert probe(lambda: LinearStep(), peak_spread=np.float32(0.05)).budget["peak_spread"] == \
         pytest.approx(0.05)
     assert batchfit.requested_batch_size({"max_batch_size": np.float32(16.0)}) == 16
+    # A whole one is a whole number of bytes, as a float's is.
+    for budget in (np.float32(150 * MIB), fractions.Fraction(150 * MIB),
+                   decimal.Decimal("157286400.0")):
+        assert probe(lambda: LinearStep(), memory_budget=budget).budget["usable_bytes"] == 150 * MIB
     with pytest.raises(batchfit.InvalidArgument, match="margin: 5 has no unit"):
         probe(lambda: LinearStep(), margin=np.int64(5))
 
