@@ -801,24 +801,6 @@ static int sample_device(batchfit__runner *r, pid_t pid, watch *w, uint64_t *now
     return 0;
 }
 
-/* Without a cgroup, the shared memory the trial made that none of its
- * processes maps (a file written to /dev/shm or another tmpfs, kept open or
- * left there): in no process's RSS, and as unreclaimable as its heap (with
- * no swap, not at all). The host's Shmem grew by it, less what the tree
- * maps (counted in its RSS already). Grown from its lowest point since
- * the trial began: a file of the same name rewritten (an earlier trial's,
- * truncated first) fell and rose again, and read from the start it
- * counted nothing. Another program's shared memory made meanwhile counts
- * too: an over-count, where uncounted a reviewer's program reached 23 GiB
- * of /dev/shm on a 24 GiB host under a 300 MiB budget, the watchdog
- * seeing 2.4 MiB. Not where the tree's own mapped shared memory is
- * unknown (a kernel before 5.3 has no Pss_Shmem: it would count twice),
- * nor across MPI ranks (host_shmem off) or where a launcher started
- * several processes on this host (job_shares_host): their trials run at
- * once, and each read the other's shared memory as its own (two ranks on
- * one node answered half the size). */
-static uint64_t unmapped_shmem(const batchfit__runner *r, watch *w);
-
 /* Whether a launcher started several processes of this job on this host
  * (mpirun -n 2 on one node, torchrun, srun): each may run a trial at the
  * same moment, and the host's shared memory grows by all of theirs. */
@@ -835,6 +817,22 @@ static int job_shares_host(void)
     return 0;
 }
 
+/* Without a cgroup, the shared memory the trial made that none of its
+ * processes maps (a file written to /dev/shm or another tmpfs, kept open or
+ * left there): in no process's RSS, and as unreclaimable as its heap (with
+ * no swap, not at all). The host's Shmem grew by it, less what the tree
+ * maps (counted in its RSS already). Grown from its lowest point since
+ * the trial began: a file of the same name rewritten (an earlier trial's,
+ * truncated first) fell and rose again, and read from the start it
+ * counted nothing. Another program's shared memory made meanwhile counts
+ * too: an over-count, where uncounted a reviewer's program reached 23 GiB
+ * of /dev/shm on a 24 GiB host under a 300 MiB budget, the watchdog
+ * seeing 2.4 MiB. Not where the tree's own mapped shared memory is
+ * unknown (a kernel before 5.3 has no Pss_Shmem: it would count twice),
+ * nor across MPI ranks (host_shmem off) or where a launcher started
+ * several processes on this host (job_shares_host): their trials run at
+ * once, and each read the other's shared memory as its own (two ranks on
+ * one node answered half the size). */
 static uint64_t unmapped_shmem(const batchfit__runner *r, watch *w)
 {
     uint64_t now;

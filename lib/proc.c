@@ -128,8 +128,8 @@ int batchfit__self_rss(uint64_t *bytes)
 int batchfit__self_anon(uint64_t *bytes)
 {
     uint64_t anon, shmem;
-    if (proc_kib("self", "status", "RssAnon", &anon) != 0 ||
-        proc_kib("self", "status", "RssShmem", &shmem) != 0)
+    int both = 0;
+    if (proc_kib2("self", "status", "RssAnon", &anon, "RssShmem", &shmem, &both) != 0 || !both)
         return -1;
     *bytes = anon + shmem;
     return 0;
@@ -435,15 +435,12 @@ int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_byt
             total += pss;
             t->shmem_bytes += shmem;
         }
-    } else if (processes <= 1 && t->proportional) {
-        t->shmem_known = processes == 0;
+    } else if (processes == 1 && t->proportional) {
         char text[32];
-        uint64_t shmem = 0;
         snprintf(text, sizeof text, "%ld", only);
-        if (processes == 1 && proc_kib(text, "status", "RssShmem", &shmem) == 0) {
-            t->shmem_bytes = shmem;
-            t->shmem_known = 1;
-        }
+        t->shmem_known = proc_kib(text, "status", "RssShmem", &t->shmem_bytes) == 0;
+    } else if (processes == 0) {
+        t->shmem_known = 1; /* nothing maps any */
     }
     if (t->count)
         qsort(t->member, t->count, sizeof *t->member, member_cmp);

@@ -301,9 +301,7 @@ static int run(session *s)
         /* With --export-json - the JSON is the answer on stdout; with
          * --plot - the picture is, and a line after it made the SVG
          * unreadable ("Extra content at the end of the document"). */
-        int document = (s->export.kind == EXPORT_STDOUT && s->export.path) ||
-                       (s->plot.kind == EXPORT_STDOUT && s->plot.path);
-        int answer_here = !document;
+        int answer_here = !probe_stdout_is_a_document(s);
         if (s->mpi)
             probe_print_agreement(s);
         else if (answer_here)

@@ -100,5 +100,8 @@ extern volatile sig_atomic_t probe_interrupted;
  * picture to --plot's, at the end (0, or -1 with the message printed). */
 int probe_export_json(const session *s, int final);
 int probe_export_svg(const session *s);
+/* Whether the JSON or the picture is stdout's document (--export-json -,
+ * --plot -): no answer line goes after it. */
+int probe_stdout_is_a_document(const session *s);
 
 #endif

@@ -26,6 +26,12 @@ int probe_export_json(const session *s, int final)
     return export_rendered(s, &s->export, batchfit_result_json);
 }
 
+int probe_stdout_is_a_document(const session *s)
+{
+    return (s->export.kind == EXPORT_STDOUT && s->export.path) ||
+           (s->plot.kind == EXPORT_STDOUT && s->plot.path);
+}
+
 int probe_export_svg(const session *s)
 {
     return export_rendered(s, &s->plot, batchfit_result_svg);

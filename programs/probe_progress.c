@@ -294,9 +294,7 @@ void probe_print_agreement(const session *s)
             fprintf(stderr, ", ran %zu of the %zu trials\n", ran, r->trial_count);
         }
     }
-    /* The JSON or the picture is stdout's document: no answer line after it. */
-    if ((s->export.kind == EXPORT_STDOUT && s->export.path) ||
-        (s->plot.kind == EXPORT_STDOUT && s->plot.path))
+    if (probe_stdout_is_a_document(s))
         return;
     if (r->agree_mode == BATCHFIT_AGREE_MIN) {
         printf("batch_size=%llu\n", (unsigned long long)r->agreed_batch_size);

@@ -232,8 +232,7 @@ def parse_size(text: Size, what: str = "size") -> int:
         raise error_for(9, f"{what}: expected a size, got {text!r}")
     if isinstance(text, decimal.Decimal) and text.is_finite() and text == text.to_integral_value():
         text = int(text)
-    elif isinstance(text, numbers.Real) and not isinstance(text, numbers.Integral):
-        text = float(text)  # numpy's float32, Fraction: a whole one is a whole number of bytes
+    text = _plain(text)  # numpy's float32, Fraction: a whole one is a whole number of bytes
     if isinstance(text, float) and text.is_integer():
         text = int(text)  # 1.5e9 is a whole number of bytes
     if isinstance(text, int):
@@ -266,9 +265,7 @@ def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Option
     value = hyperparameters.get(REQUESTED_BATCH_SIZE)
     if value is None:
         return None
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and \
-            not _numpy_bool(value):
-        value = float(value)  # numpy's float32 as float is read
+    value = _plain(value)
     if isinstance(value, (bool, float)) or not isinstance(
             value, (str, bytes, numbers.Real, decimal.Decimal)):
         # A whole float (16.0, as YAML and argparse's type=float give it) is that number;
@@ -370,9 +367,7 @@ def _no_unit(value: Any, what: str, n: int, fraction_too: bool = False) -> None:
 def _margin(ctx: _Context, margin: Union[float, str, int, None], opts: _lib.Options) -> None:
     if margin is None:
         return
-    if isinstance(margin, numbers.Real) and not isinstance(margin, numbers.Integral) and \
-            not _numpy_bool(margin):
-        margin = float(margin)  # numpy's floats, Fraction: as a float is read
+    margin = _plain(margin)
     if isinstance(margin, float) and margin >= 1.0 and margin.is_integer():
         margin = int(margin)  # 1.5e9: a whole number of bytes, as parse_size reads it
     if isinstance(margin, float):
@@ -416,6 +411,19 @@ def _numpy_bool(value: Any) -> bool:
     return getattr(getattr(value, "dtype", None), "kind", None) == "b"
 
 
+def _plain(value: Any) -> Any:
+    """numpy's numbers and Fractions as Python's, read as those are: a whole one (not a bool)
+    as an int, any other real as a float (np.float32(0.05) was written out as
+    "0.05000000074505806" and refused as bytes that are not whole). Anything else unchanged."""
+    if isinstance(value, (bool, int, float)) or _numpy_bool(value):
+        return value
+    if isinstance(value, numbers.Integral):
+        return operator.index(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
 def _flag(value: Any, what: str) -> int:
     """An on/off argument: True or False (a numpy bool too). "no" is truthy and int("0") is
     0: either would have set the opposite of what was meant, without a word."""
@@ -454,6 +462,14 @@ class _Keep:
         _no_nul(b, what, value)
         self.items.append(b)
         return b
+
+
+def _model_name(value: Any, what: str) -> None:
+    """A model's name for the cache: an empty one names no model, and "" (as from
+    os.environ.get("MODEL", "")), True or b"m" named every model alike."""
+    if not isinstance(value, str) or not value:
+        raise error_for(1, f"{what}: expected a non-empty string naming the model, got {value!r}")
+    _no_nul(value, what)
 
 
 def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minimum: int,
@@ -507,9 +523,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
             ctx.check(lib.batchfit_parse_percent(ctx.ptr, _text(spread, "peak_spread"), b"peak_spread",
                                                  byref(frac)))
             spread = frac.value
-        if isinstance(spread, numbers.Real) and not isinstance(spread, bool) and \
-                not _numpy_bool(spread):
-            spread = float(spread)  # numpy's float32 and int64 too
+        spread = _plain(spread)
         if isinstance(spread, bool) or not isinstance(spread, (int, float)):
             raise error_for(1, f"peak_spread: expected a fraction (0.05) or a percentage "
                                f"(\"5%\"), got {peak_spread!r}")
@@ -520,11 +534,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
     # "no" and 0.0 are no one's True (the string "no" turned the cache on).
     opts.cache = _flag(cache, "cache")
     if cache_key is not None:
-        # As --cache-key '' is refused: an empty key names no model.
-        if not isinstance(cache_key, str) or not cache_key:
-            raise error_for(1, f"cache_key: expected a non-empty string naming the model, got "
-                               f"{cache_key!r}")
-        _no_nul(cache_key, "cache_key")
+        _model_name(cache_key, "cache_key")  # as --cache-key '' is refused
     opts.cache_key = keep(cache_key)
     # An empty path names no directory: it read no entry and wrote none, without a word.
     if isinstance(cache_dir, (str, bytes, os.PathLike)) and not os.fspath(cache_dir):
@@ -865,11 +875,7 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     # models, and one model's remembered answer became another's hint.
     label = name
     if name is not None:
-        # As cache_key: "" (os.environ.get("MODEL", "")), True or b"m" named every model alike.
-        if not isinstance(name, str) or not name:
-            raise error_for(1, f"name: expected a non-empty string naming the model, got "
-                               f"{name!r}")
-        _no_nul(name, "name")
+        _model_name(name, "name")
     # Outermost: a Ctrl-C outside the user's code waits until the probe lock is released and
     # the library's objects are freed (one landing in the lock's release left it held, and every
     # later probe hung).
@@ -1062,13 +1068,13 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
     keywords are ``measure_batch_size``'s."""
     args = _command_args(argv)
     patterns = _oom_patterns(oom_patterns)
-    for flag, value in (("enforce", enforce), ("enforce_address_space", enforce_address_space),
-                        ("crash_is_oom", crash_is_oom), ("watchdog", watchdog),
-                        ("show_output", show_output), ("cgroups", cgroups)):
-        _flag(value, flag)
+    flags = {flag: _flag(value, flag) for flag, value in (
+        ("enforce", enforce), ("enforce_address_space", enforce_address_space),
+        ("crash_is_oom", crash_is_oom), ("watchdog", watchdog), ("show_output", show_output),
+        ("cgroups", cgroups))}
     # Checked here, each named by its own Python argument (the library's refusal names its C
     # field, timeout_seconds).
-    if crash_is_oom and not (enforce or enforce_address_space):
+    if flags["crash_is_oom"] and not (flags["enforce"] or flags["enforce_address_space"]):
         raise error_for(1, "crash_is_oom: it counts a crash near the cap enforce or "
                            "enforce_address_space sets as out of memory; neither is set")
     # 0 is "no timeout" as the C field's 0 is (the CLI's --timeout takes no 0).
@@ -1090,11 +1096,10 @@ def probe_command(argv: Sequence[str], *, timeout: Optional[float] = None,
         copts.argv = _argv_array(args, keep)
         if seconds is not None:
             copts.timeout_seconds = seconds
-        copts.watchdog, copts.enforce = _flag(watchdog, "watchdog"), _flag(enforce, "enforce")
-        copts.enforce_address_space = _flag(enforce_address_space, "enforce_address_space")
-        copts.crash_is_oom = _flag(crash_is_oom, "crash_is_oom")
-        copts.show_output = _flag(show_output, "show_output")
-        copts.cgroups = 0 if _flag(cgroups, "cgroups") else 1
+        copts.watchdog, copts.enforce = flags["watchdog"], flags["enforce"]
+        copts.enforce_address_space = flags["enforce_address_space"]
+        copts.crash_is_oom, copts.show_output = flags["crash_is_oom"], flags["show_output"]
+        copts.cgroups = 0 if flags["cgroups"] else 1
         if interval is not None:
             copts.sample_interval = interval
         if patterns:
