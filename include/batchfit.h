@@ -175,12 +175,15 @@ BATCHFIT_API int batchfit_parse_count(batchfit_ctx *ctx, const char *text, const
  * signatures that classify a child's output (the PyTorch CUDA and CPU
  * allocators, cuBLAS, cuDNN, XLA, TensorFlow, MemoryError, bad_alloc,
  * ENOMEM, "out of memory", ...; lines that only mention memory, such as
- * "no out of memory errors", do not count). Returns 1 and writes the
- * signature's name into source (when not NULL) where a line matches, 0
- * where none does, or an error code. The Python package classifies a
- * step's exceptions with it, so a step and a command are judged alike. */
-BATCHFIT_API int batchfit_oom_text(batchfit_ctx *ctx, const char *text, char *source,
-                                   size_t source_len);
+ * "no out of memory errors", do not count). Sets *matched to 1 and writes
+ * the signature's name into source (when not NULL; cut to source_len) where
+ * a line matches, *matched to 0 and source to "" where none does. Returns
+ * BATCHFIT_OK, BATCHFIT_E_INVALID_ARGUMENT (a NULL ctx, text or matched;
+ * *matched is then 0 where it can be written) or BATCHFIT_E_NO_MEMORY. The
+ * Python package classifies a step's exceptions with it, so a step and a
+ * command are judged alike. */
+BATCHFIT_API int batchfit_oom_text(batchfit_ctx *ctx, const char *text, int *matched,
+                                   char *source, size_t source_len);
 
 /* Resolves the VRAM limit: explicit (a flag's text, NULL when the flag was
  * not given) beats the environment variable VRAM_LIMIT_GB, which beats

@@ -501,7 +501,8 @@ int batchfit_cache_list(batchfit_ctx *ctx, const char *dir,
                         size_t *count)
 {
     if (!dir || !fn)
-        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache list: no directory given");
+        return batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT, "cache list: no %s given",
+                              !dir ? "directory" : "callback");
     list_state st = {ctx, fn, userdata};
     return over_entries(ctx, dir, list_one, &st, count);
 }
@@ -521,14 +522,25 @@ int batchfit_cache_dir(batchfit_ctx *ctx, char *out, size_t len)
     return batchfit__fail_with(ctx, cache_dir(out, len, err, sizeof err), err);
 }
 
-int batchfit_cache_load(batchfit_ctx *ctx, const char *dir, const char *key,
-                        batchfit_cache_entry *entry)
+int batchfit__cache_lookup(batchfit_ctx *ctx, const char *dir, const char *key,
+                           batchfit_cache_entry *entry)
 {
     char err[BATCHFIT_ERRMSG_MAX] = "";
     int rc = load_entry(dir, key, entry, err, sizeof err);
+    if (rc == BATCHFIT_E_NOT_FOUND) {
+        batchfit__log(ctx, BATCHFIT_LOG_DEBUG, "cache: no entry %s in %s", key, dir);
+        return rc;
+    }
+    return batchfit__fail_with(ctx, rc, err);
+}
+
+int batchfit_cache_load(batchfit_ctx *ctx, const char *dir, const char *key,
+                        batchfit_cache_entry *entry)
+{
+    int rc = batchfit__cache_lookup(ctx, dir, key, entry);
     if (rc == BATCHFIT_E_NOT_FOUND)
         return batchfit__fail(ctx, rc, "cache: no entry %s in %s", key, dir);
-    return batchfit__fail_with(ctx, rc, err);
+    return rc;
 }
 
 int batchfit__cache_store(batchfit_ctx *ctx, const char *dir, const batchfit_cache_entry *entry)

@@ -458,10 +458,21 @@ static void output_scan(const batchfit__runner *r, output *o, stream *st)
 {
     st->line[st->line_len] = '\0';
     if (!o->oom_source[0]) {
-        const char *source = batchfit__oom_match(r->oom, st->line);
+        size_t at = 0;
+        const char *source = batchfit__oom_match_at(r->oom, st->line, &at);
         if (source) {
             batchfit__copy(o->oom_source, sizeof o->oom_source, source);
-            batchfit__copy(o->oom_line, sizeof o->oom_line, st->line);
+            /* The quote holds the match: a long line (a logger's prefix, a
+             * path) is quoted from a little before it. */
+            const char *from = st->line;
+            if (at + 64 > sizeof o->oom_line && strlen(st->line) >= sizeof o->oom_line) {
+                from = st->line + at - 32;
+                while (from > st->line && ((unsigned char)*from & 0xC0) == 0x80)
+                    from--;
+            }
+            snprintf(o->oom_line, sizeof o->oom_line, "%s", from == st->line ? "" : "...");
+            size_t used = strlen(o->oom_line);
+            batchfit__copy(o->oom_line + used, sizeof o->oom_line - used, from);
         }
     }
     if (!o->tried_bytes && o->oom_source[0])

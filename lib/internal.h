@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <sys/types.h>
 
-#define BATCHFIT_ERRMSG_MAX 512
+#define BATCHFIT_ERRMSG_MAX 2048
 
 struct batchfit_ctx_s {
     batchfit_allocator allocator;
@@ -495,6 +495,10 @@ int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex);
 void batchfit__oom_table_free(batchfit__oom_table *table);
 /* The source of the first row that matches the line, or NULL. */
 const char *batchfit__oom_match(const batchfit__oom_table *table, const char *line);
+/* The same, with where in line the match starts in *at (0 for a user's
+ * pattern, compiled without positions). */
+const char *batchfit__oom_match_at(const batchfit__oom_table *table, const char *line,
+                                   size_t *at);
 /* Whether the built-in row source names a failure in an accelerator's
  * memory (CUDA, ROCm, cuBLAS, cuDNN), not the host's. */
 int batchfit__oom_on_device(const char *source);
@@ -568,6 +572,11 @@ void batchfit__interrupt_clear(void);
 
 /* cache.c: the key is a hash of the whole material (never truncated). */
 void batchfit__cache_key(const char *material, size_t len, char out[40]);
+/* batchfit_cache_load, where a missing entry is no failure: it returns
+ * BATCHFIT_E_NOT_FOUND with the last error untouched (a probe's every
+ * first run logged it as an error and left it behind a success). */
+int batchfit__cache_lookup(batchfit_ctx *ctx, const char *dir, const char *key,
+                           batchfit_cache_entry *entry);
 int batchfit__cache_store(batchfit_ctx *ctx, const char *dir, const batchfit_cache_entry *entry);
 /* Builds the key material of a probe: the device, what is probed (argv or
  * the cache key) and every setting that changes the answer. */

@@ -7,12 +7,31 @@
 static void vlog(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, va_list ap)
     BATCHFIT_PRINTF(3, 0);
 
+static void format_cut(char *dst, size_t size, const char *fmt, va_list ap)
+    BATCHFIT_PRINTF(3, 0);
+
+/* vsnprintf into dst; a message longer than dst ends in "..." at a
+ * character's boundary, so that a cut one says it was cut (and never
+ * leaves half a UTF-8 character). */
+static void format_cut(char *dst, size_t size, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(dst, size, fmt, ap);
+    if (n < 0) {
+        dst[0] = '\0';
+        return;
+    }
+    if ((size_t)n < size || size < 4)
+        return;
+    size_t keep = batchfit__utf8_cut(dst, size - 4);
+    memcpy(dst + keep, "...", 4);
+}
+
 static void vlog(batchfit_ctx *ctx, batchfit_log_level level, const char *fmt, va_list ap)
 {
     if (!ctx || !ctx->log_fn || level < ctx->log_min)
         return;
-    char line[1024];
-    vsnprintf(line, sizeof line, fmt, ap);
+    char line[BATCHFIT_ERRMSG_MAX + 512];
+    format_cut(line, sizeof line, fmt, ap);
     ctx->log_fn(level, line, ctx->log_userdata);
 }
 
@@ -30,7 +49,7 @@ int batchfit__fail(batchfit_ctx *ctx, int code, const char *fmt, ...)
         return code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->last_error, sizeof ctx->last_error, fmt, ap);
+    format_cut(ctx->last_error, sizeof ctx->last_error, fmt, ap);
     va_end(ap);
     batchfit__log(ctx, BATCHFIT_LOG_ERROR, "%s", ctx->last_error);
     return code;

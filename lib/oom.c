@@ -36,6 +36,22 @@ static const oom_row builtin_rows[] = {
     {"cuDNN under memory pressure", "CUDNN_STATUS_NOT_SUPPORTED",
      "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed "
      "in a non-contiguous input."},
+    /* The CUDA runtime and driver, and HIP's, as C and C++ trainers print
+     * their error codes (cudaGetErrorName), and calls that failed by name. */
+    {"CUDA runtime allocation failure",
+     "cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|(^|[^A-Za-z_])cu(da)?(Mem)?(Malloc|Alloc)"
+     "[A-Za-z0-9_]*(\\(\\))? failed",
+     "train.cu:88: cudaMalloc failed: cudaErrorMemoryAllocation (out of memory)"},
+    {"HIP runtime allocation failure", "hipErrorOutOfMemory|hipErrorMemoryAllocation",
+     "HIP error hipErrorOutOfMemory at train.hip:42"},
+    /* PyTorch's other device backends (Intel XPU, Apple MPS), whose
+     * "Tried to allocate" is device memory too. */
+    {"PyTorch XPU / MPS", "(XPU|MPS backend) out of memory",
+     "RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.56 GiB total "
+     "capacity)"},
+    {"out of device memory",
+     "[Oo]ut of (GPU|device|video|VRAM) memory|OutOfGPUMemoryError|OUT_OF_DEVICE_MEMORY",
+     "ERROR: Out of GPU memory trying to allocate 2.000 GiB"},
     {"JAX / XLA", "RESOURCE_EXHAUSTED: Out of memory",
      "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
      "allocate 1073741824 bytes."},
@@ -51,6 +67,9 @@ static const oom_row builtin_rows[] = {
     {"NumPy MemoryError", "_ArrayMemoryError\\b",
      "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 24.0 GiB for an array with "
      "shape (524288, 6144) and data type float64"},
+    /* The JVM's and Julia's exception, named as Python's is. */
+    {"JVM / Julia OutOfMemoryError", "(^|[^A-Za-z_])OutOfMemoryError(:|\\(|[[:space:]]*$)",
+     "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space"},
     {"C++ allocation failure", "std::bad_alloc",
      "terminate called after throwing an instance of 'std::bad_alloc'"},
     {"C library ENOMEM", "Cannot allocate memory", "mmap: Cannot allocate memory"},
@@ -77,6 +96,13 @@ static const oom_row builtin_rows[] = {
      "insufficient shared memory \\(shm\\)|workers are out of shared memory",
      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
      "shared memory (shm)."},
+    /* ggml's context arena, sized at start and outgrown by a batch. */
+    {"ggml context pool", "not enough space in the context's memory pool",
+     "ggml_new_object: not enough space in the context's memory pool (needed 819200, available "
+     "524288)"},
+    {"not enough memory", "[Nn]ot enough (free |device |host |GPU |system )?memory|"
+                          "[Ii]nsufficient (free |device |host |GPU |system )?memory",
+     "error: not enough memory for the activations of 512 samples"},
     {"generic out-of-memory message", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
 };
 
@@ -86,12 +112,15 @@ static const oom_row builtin_rows[] = {
 static const char *const device_rows[] = {
     "PyTorch CUDA allocator", "PyTorch OutOfMemoryError", "PyTorch, older",
     "PyTorch, raw CUDA call", "PyTorch on ROCm", "cuBLAS", "cuDNN", "cuDNN under memory pressure",
+    "CUDA runtime allocation failure", "HIP runtime allocation failure", "PyTorch XPU / MPS",
+    "out of device memory",
 };
 
 static const char *const host_rows[] = {
     "PyTorch CPU allocator", "Python MemoryError", "NumPy MemoryError", "C++ allocation failure",
     "C library ENOMEM", "C allocation failure (malloc failed)", "Rust allocation failure",
-    "out of host memory", "PyTorch DataLoader shared memory",
+    "out of host memory", "PyTorch DataLoader shared memory", "JVM / Julia OutOfMemoryError",
+    "ggml context pool",
 };
 
 static int named_in(const char *source, const char *const *rows, size_t count)
@@ -261,12 +290,41 @@ static int advice_word(const char *word, size_t len)
     return 0;
 }
 
+/* Phrases after a match that say the line is no failure: TensorFlow's
+ * allocator logs "ran out of memory trying to allocate 2.26GiB ... The
+ * caller indicates that this is not a failure" on runs that go on to
+ * finish. */
+static const char *const harmless[] = {"not a failure", "not an error", "non-fatal",
+                                       "can be ignored", "safe to ignore"};
+
+/* Whether line, before byte so, carries a Python warning's category
+ * ("conv.py:456: UserWarning: Plan failed with a cudnnException ...
+ * CUDNN_STATUS_NOT_SUPPORTED"): a warning is printed and the run goes on. */
+static int in_a_warning(const char *line, size_t so)
+{
+    for (size_t at = 1; at + 8 <= so; at++)
+        if (strncmp(line + at, "Warning:", 8) == 0 && isalpha((unsigned char)line[at - 1]))
+            return 1;
+    return 0;
+}
+
+static int says_harmless(const char *after)
+{
+    for (const char *c = after; *c; c++)
+        for (size_t i = 0; i < sizeof harmless / sizeof harmless[0]; i++)
+            if (strncasecmp(c, harmless[i], strlen(harmless[i])) == 0)
+                return 1;
+    return 0;
+}
+
 /* Whether the built-in match [so, eo) of line only names an out-of-memory
- * failure: preceded in its clause by a negation or advice, part of a
- * compound ("std::bad_alloc-safe allocator"), or followed by a value that
- * says none happened. */
+ * failure: preceded in its clause by a negation or advice, inside a Python
+ * warning, part of a compound ("std::bad_alloc-safe allocator"), followed
+ * by a value that says none happened, or by words that say it is harmless. */
 static int names_without_reporting(const char *line, size_t so, size_t eo)
 {
+    if (in_a_warning(line, so) || says_harmless(line + eo))
+        return 1;
     size_t at = so;
     for (unsigned words = 0; words < 4;) {
         while (at > 0 && (line[at - 1] == ' ' || line[at - 1] == '\t'))
@@ -301,6 +359,14 @@ static int names_without_reporting(const char *line, size_t so, size_t eo)
 
 const char *batchfit__oom_match(const batchfit__oom_table *table, const char *line)
 {
+    return batchfit__oom_match_at(table, line, NULL);
+}
+
+const char *batchfit__oom_match_at(const batchfit__oom_table *table, const char *line,
+                                   size_t *at)
+{
+    if (at)
+        *at = 0;
     if (!table || !line)
         return NULL;
     size_t first = names_a_builtin_word(line) ? 0 : BUILTIN_COUNT;
@@ -310,23 +376,30 @@ const char *batchfit__oom_match(const batchfit__oom_table *table, const char *li
             continue;
         if (i < BUILTIN_COUNT && names_without_reporting(line, (size_t)m[0].rm_so, (size_t)m[0].rm_eo))
             continue;
+        if (at && i < BUILTIN_COUNT)
+            *at = (size_t)m[0].rm_so;
         return table->sources[i];
     }
     return NULL;
 }
 
-int batchfit_oom_text(batchfit_ctx *ctx, const char *text, char *source, size_t source_len)
+int batchfit_oom_text(batchfit_ctx *ctx, const char *text, int *matched, char *source,
+                      size_t source_len)
 {
-    if (!ctx || !text)
-        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (matched)
+        *matched = 0;
     if (source && source_len)
         source[0] = '\0';
+    if (!ctx || !text || !matched)
+        return ctx ? batchfit__fail(ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                                    "batchfit_oom_text: %s is NULL", !text ? "text" : "matched")
+                   : BATCHFIT_E_INVALID_ARGUMENT;
     batchfit__oom_table *table;
     int rc = batchfit__oom_table_create(ctx, &table);
     if (rc != BATCHFIT_OK)
         return rc;
-    int found = 0, failed = 0;
-    for (const char *p = text; *p && !found && !failed;) {
+    int failed = 0;
+    for (const char *p = text; *p && !*matched && !failed;) {
         size_t len = strcspn(p, "\n");
         /* Each line on its own, as a child's output is read. */
         batchfit__buf line;
@@ -336,9 +409,9 @@ int batchfit_oom_text(batchfit_ctx *ctx, const char *text, char *source, size_t 
         const char *what = one ? batchfit__oom_match(table, one) : NULL;
         failed = !one;
         if (what) {
-            found = 1;
+            *matched = 1;
             if (source && source_len)
-                snprintf(source, source_len, "%s", what);
+                batchfit__copy(source, source_len, what);
         }
         batchfit__buf_free(&line);
         p += len + (p[len] == '\n');
@@ -347,5 +420,5 @@ int batchfit_oom_text(batchfit_ctx *ctx, const char *text, char *source, size_t 
     if (failed)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY,
                               "out of memory reading a message for out-of-memory signatures");
-    return found;
+    return BATCHFIT_OK;
 }

@@ -266,7 +266,7 @@ static int cache_lookup(batchfit_ctx *ctx, batchfit_options *opts, const trial_s
     if (!text || batchfit__result_keep(result, &result->cache_key, key) != BATCHFIT_OK)
         return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory building the cache key");
     batchfit_cache_entry e;
-    int rc = batchfit_cache_load(ctx, dir, key, &e);
+    int rc = batchfit__cache_lookup(ctx, dir, key, &e);
     /* A directory that cannot be trusted or used turns the cache off for
      * this probe; a damaged entry is only ignored (and replaced). */
     if (rc != BATCHFIT_OK && rc != BATCHFIT_E_NOT_FOUND && rc != BATCHFIT_E_PARSE)

@@ -168,18 +168,47 @@ static void judge(const search *s, batchfit_trial *t)
     t->accepted = 1;
 }
 
-/* What an oracle's (or a round's) return says: a trial that did not run is
- * never an outcome: a code ends the search with the oracle's own message,
- * anything else nonzero aborts it. */
-static int oracle_code(search *s, int orc, uint64_t batch)
+/* What an oracle's (or a round's) return says about the n trials it was
+ * given: a trial that did not run is never an outcome. A code ends the
+ * search with the oracle's detail: what it set in the context's last error
+ * (cleared before the call), else its trial's message, else the code's
+ * name. Anything else nonzero aborts it. An outcome that is not a
+ * batchfit_outcome is a bug, an error, as a step's run() returning one is
+ * (read as out of memory, it ended the search as "the minimum does not
+ * fit"). */
+static int oracle_code(search *s, int orc, batchfit_trial *ts, size_t n)
 {
-    if (orc >= BATCHFIT_E_INVALID_ARGUMENT && orc <= BATCHFIT_E_NOT_FOUND &&
-        orc != BATCHFIT_E_ABORTED)
-        return orc;
+    uint64_t batch = ts[0].batch;
+    if (orc >= BATCHFIT_E_INVALID_ARGUMENT && orc <= BATCHFIT_E_OUTPUT &&
+        orc != BATCHFIT_E_ABORTED) {
+        if (s->ctx->last_error[0])
+            return orc;
+        for (size_t j = 0; j < n; j++)
+            if (ts[j].message[0])
+                return batchfit__fail(s->ctx, orc, "the trial at batch size %llu could not be run: %.*s",
+                                      (unsigned long long)ts[j].batch,
+                                      (int)sizeof ts[j].message, ts[j].message);
+        return batchfit__fail(s->ctx, orc, "the trial at batch size %llu could not be run (%s)",
+                              (unsigned long long)batch, batchfit_strerror(orc));
+    }
     if (orc != 0)
         return batchfit__fail(s->ctx, BATCHFIT_E_ABORTED, "the trial at batch size %llu was aborted",
                               (unsigned long long)batch);
+    for (size_t j = 0; j < n; j++)
+        if (ts[j].outcome != BATCHFIT_FITS && ts[j].outcome != BATCHFIT_OOM &&
+            ts[j].outcome != BATCHFIT_ERROR) {
+            snprintf(ts[j].message, sizeof ts[j].message, "the oracle returned unknown outcome %d",
+                     (int)ts[j].outcome);
+            ts[j].outcome = BATCHFIT_ERROR;
+        }
     return BATCHFIT_OK;
+}
+
+/* Clears the context's last error before an oracle runs: what it sets
+ * there during the call is its detail (oracle_code). */
+static void oracle_begins(search *s)
+{
+    s->ctx->last_error[0] = '\0';
 }
 
 /* A trial whose peak was measured to its end (it finished, within the
@@ -316,7 +345,8 @@ static int call_oracle(search *s, int64_t i, batchfit_trial *t)
 {
     memset(t, 0, sizeof *t);
     t->batch = batchfit__lattice_value(&s->lattice, (uint64_t)i);
-    return oracle_code(s, s->oracle(s->oracle_userdata, t->batch, t), t->batch);
+    oracle_begins(s);
+    return oracle_code(s, s->oracle(s->oracle_userdata, t->batch, t), t, 1);
 }
 
 /* Whether a trial at index i can be the minimum's first reading: nothing
@@ -3172,7 +3202,8 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
             batches[j] = batchfit__lattice_value(&s.lattice, (uint64_t)props[j]);
             ts[j].batch = batches[j];
         }
-        rc = oracle_code(&s, round(round_userdata, batches, n, ts), batches[0]);
+        oracle_begins(&s);
+        rc = oracle_code(&s, round(round_userdata, batches, n, ts), ts, n);
         if (rc)
             break;
         result->rounds++;
@@ -3185,7 +3216,8 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
                 trials < opts->max_trials) {
                 memset(&ts[j], 0, sizeof ts[j]);
                 ts[j].batch = batches[j];
-                rc = oracle_code(&s, round(round_userdata, &batches[j], 1, &ts[j]), batches[j]);
+                oracle_begins(&s);
+                rc = oracle_code(&s, round(round_userdata, &batches[j], 1, &ts[j]), &ts[j], 1);
                 if (rc)
                     break;
                 result->rounds++;

@@ -270,6 +270,11 @@ void probe_print_failure(const session *s)
     }
     if (d->ran && !s->cli->cmd.show_output)
         fprintf(stderr, "(--show-output shows the whole output of every trial)\n");
+    /* An allocator batchfit has no signature for (a framework's own
+     * wording) reads as a bug: the user can name it. */
+    if (d->ran)
+        fprintf(stderr, "(if this is the program running out of memory in words batchfit does "
+                        "not know, name them with --oom-pattern REGEX)\n");
 }
 
 void probe_print_agreement(const session *s)

@@ -130,3 +130,34 @@ TEST(device_host_in_process_probe_counts_what_the_process_holds_as_usable)
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
+
+/* What an earlier trial freed is not a later one's peak: glibc keeps freed
+ * heap resident (here, pieces below its mmap threshold under a block still
+ * held above them, as a step's cached state holds), and a reset of the
+ * high-water mark lowers it only to what is resident. The reset gives the
+ * heap back first. */
+TEST(device_host_peak_reset_does_not_count_what_was_freed)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
+    uint64_t base = 0, peak = 0;
+    CHECK_EQ(batchfit__self_rss(&base), 0);
+    enum { PIECES = 3200, PIECE = 64 << 10 }; /* 200 MiB */
+    static char *pieces[PIECES];
+    for (size_t i = 0; i < PIECES; i++) {
+        pieces[i] = malloc(PIECE);
+        CHECK(pieces[i] != NULL);
+        memset(pieces[i], 1, PIECE);
+    }
+    char *pin = malloc(64);
+    CHECK(pin != NULL);
+    for (size_t i = 0; i < PIECES; i++)
+        free(pieces[i]);
+    CHECK_EQ(batchfit_device_peak_reset(d), BATCHFIT_OK);
+    CHECK_EQ(batchfit_device_peak(d, &peak), BATCHFIT_OK);
+    free(pin);
+    CHECK(peak < base + (UINT64_C(64) << 20));
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}

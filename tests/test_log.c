@@ -59,3 +59,32 @@ TEST(log_copy_cuts_between_utf8_characters)
     batchfit__copy(dst, sizeof dst, "ab\xc2\xa7xyz");
     CHECK_STR(dst, "ab");
 }
+
+/* A message of 700 bytes (a trial's 256-byte message inside the search's
+ * advice, a long path) is kept whole; one past the buffer ends in "..."
+ * at a character's boundary (they were cut at 511 bytes, mid-word). */
+TEST(log_fail_keeps_long_messages_and_marks_a_cut)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    char long_path[701];
+    memset(long_path, 'p', 700);
+    long_path[700] = '\0';
+    CHECK_EQ(batchfit__fail(ctx, BATCHFIT_E_PARSE, "%s: end", long_path), BATCHFIT_E_PARSE);
+    CHECK_EQ(strlen(batchfit_ctx_last_error(ctx)), 705u);
+    CHECK(strstr(batchfit_ctx_last_error(ctx), "p: end") != NULL);
+    /* Past the buffer: "é" (2 bytes) straddling the cut is dropped whole. */
+    static char huge[8192];
+    memset(huge, 'x', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    for (size_t i = 2040; i + 1 < 2060; i += 2)
+        memcpy(huge + i, "\xc3\xa9", 2);
+    batchfit__fail(ctx, BATCHFIT_E_PARSE, "%s", huge + 1);
+    const char *e = batchfit_ctx_last_error(ctx);
+    size_t n = strlen(e);
+    CHECK(n > 2000);
+    CHECK(n < 2048);
+    CHECK_STR(e + n - 3, "...");
+    CHECK(((unsigned char)e[n - 4] & 0xC0) != 0xC0);
+    CHECK(((unsigned char)e[n - 4] & 0xC0) != 0x80 || (unsigned char)e[n - 5] == 0xc3);
+    batchfit_ctx_free(ctx);
+}

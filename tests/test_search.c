@@ -1095,6 +1095,68 @@ TEST(search_abort_from_progress_and_oracle)
     batchfit_result_free(r);
 }
 
+/* An oracle that fails the way a caller's own does: a code with its
+ * detail in the trial, or an outcome that is no batchfit_outcome. */
+typedef struct odd_oracle {
+    int code;      /* returned at the second trial */
+    int outcome;   /* the second trial's outcome where code is 0 */
+    const char *message;
+    unsigned calls;
+} odd_oracle;
+
+static int odd_trial(void *userdata, uint64_t batch, batchfit_trial *t)
+{
+    odd_oracle *o = userdata;
+    t->outcome = BATCHFIT_FITS;
+    t->peak_known = 1;
+    t->peak_bytes = 1000 + batch;
+    if (++o->calls < 2)
+        return BATCHFIT_OK;
+    if (o->message)
+        snprintf(t->message, sizeof t->message, "%s", o->message);
+    if (o->code)
+        return o->code;
+    t->outcome = (batchfit_outcome)o->outcome;
+    return BATCHFIT_OK;
+}
+
+TEST(search_an_oracle_s_failure_carries_its_own_detail)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    static const struct {
+        int code, outcome;
+        const char *message;
+        int want;
+        const char *says;
+    } cases[] = {
+        /* The detail the header promises (the last error was stale). */
+        {BATCHFIT_E_DEVICE, 0, "GPU 0 fell off the bus", BATCHFIT_E_DEVICE,
+         "could not be run: GPU 0 fell off the bus"},
+        {BATCHFIT_E_OUTPUT, 0, NULL, BATCHFIT_E_OUTPUT, "could not be run (BATCHFIT_E_OUTPUT"},
+        /* An unknown outcome is a bug, not out of memory (it ended the
+         * search as "the minimum does not fit"). */
+        {0, 7, NULL, BATCHFIT_E_TRIAL_ERROR, "unknown outcome 7"},
+        {0, -1, NULL, BATCHFIT_E_TRIAL_ERROR, "unknown outcome -1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* A stale error from before is not taken for the oracle's. */
+        odd_oracle odd = {cases[i].code, cases[i].outcome, cases[i].message, 0};
+        batchfit_result *res = NULL;
+        CHECK_EQ(batchfit_decide(ctx, &o, 0, &res), BATCHFIT_OK);
+        res->budget.known = 1;
+        res->budget.budget_bytes = 1u << 20;
+        batchfit__fail(ctx, BATCHFIT_E_PARSE, "stale error from before the search");
+        CHECK_EQ(batchfit_search(ctx, &o, odd_trial, &odd, res), cases[i].want);
+        CHECK_CONTAINS(batchfit_ctx_last_error(ctx), cases[i].says);
+        CHECK(strstr(batchfit_ctx_last_error(ctx), "stale") == NULL);
+        CHECK_EQ(res->trial_count, cases[i].code ? 1u : 2u);
+        batchfit_result_free(res);
+    }
+    batchfit_ctx_free(ctx);
+}
+
 TEST(search_trial_limit)
 {
     batchfit_options o;

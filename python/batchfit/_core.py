@@ -72,11 +72,10 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 def _says_out_of_memory(text: str) -> bool:
     data = text.encode("utf-8", "replace").replace(b"\0", b" ")
+    matched = ctypes.c_int(0)
     with _Context() as ctx:
-        rc = lib.batchfit_oom_text(ctx.ptr, data, None, 0)
-        if rc < 0:
-            ctx.check(rc)
-    return rc == 1
+        ctx.check(lib.batchfit_oom_text(ctx.ptr, data, ctypes.byref(matched), None, 0))
+    return matched.value == 1
 
 
 class PeakBytes(int):
@@ -678,6 +677,9 @@ class _StepCall:
                 rep.peak_known, rep.peak_bytes = 1, int(peak)
             elif torch is not None:
                 rep.peak_known, rep.peak_bytes = 1, int(torch.cuda.max_memory_reserved(index))
+            # What the trial left in reference cycles goes before the next trial's peak is
+            # reset (the library gives the freed heap back to the system then).
+            gc.collect()
             return _lib.FITS
         except BaseException as exc:
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
@@ -733,9 +735,28 @@ class _StepCall:
         """The last step of the order: free what the released step left in caches."""
         self.factory = None  # type: ignore[assignment]
         gc.collect()
+        _trim_heap()
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.empty_cache()
+
+
+def _libc_malloc_trim() -> Any:
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc only
+    except OSError:
+        return None
+
+
+_MALLOC_TRIM = _libc_malloc_trim()
+
+
+def _trim_heap() -> None:
+    """Gives the heap the released step freed back to the system: glibc keeps it resident,
+    and training started after the probe counted it against the budget the answer was
+    measured under."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 class _SigintDuringProbe:
@@ -790,6 +811,36 @@ class _SigintDuringProbe:
         if self.interrupted and exc[0] is not None and not issubclass(exc[0], KeyboardInterrupt):
             # An error on the way (an option, the device) would hide the Ctrl-C: it wins.
             raise KeyboardInterrupt
+
+
+class _CatchEscapes:
+    """While a probe runs: an exception that escapes one of its callbacks anyway (a signal
+    handler of the user's raising KeyboardInterrupt on the callback's first line, before
+    ``_guarded``'s try; one in about 300 Ctrl-Cs) reaches ``sys.unraisablehook``, where ctypes
+    reports it and drops it, and the callback answers 0, which reads as a fit. Here it is kept
+    as the callback's own would be, and the library is asked to stop, so that the trial is not
+    recorded and the probe raises it."""
+
+    def __init__(self, call: "_StepCall") -> None:
+        self.call = call
+        self.previous: Any = None
+
+    def _hook(self, unraisable: Any) -> None:
+        exc = getattr(unraisable, "exc_value", None)
+        if isinstance(exc, BaseException) and getattr(unraisable.object, "__self__", None) is self.call:
+            self.call._keep(exc)
+            lib.batchfit_interrupt(int(signal.SIGINT))
+            return
+        self.previous(unraisable)
+
+    def __enter__(self) -> "_CatchEscapes":
+        self.previous = sys.unraisablehook
+        sys.unraisablehook = self._hook
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if sys.unraisablehook == self._hook:  # one the user's code set meanwhile stays
+            sys.unraisablehook = self.previous
 
 
 def _result_of(ctx: _Context, out: c_void_p) -> Optional[Result]:
@@ -880,7 +931,7 @@ def measure_batch_size(step_factory: Callable[[], Any], *, max_batch_size: Optio
     # the library's objects are freed (one landing in the lock's release left it held, and every
     # later probe hung).
     sigint = _SigintDuringProbe(call)
-    with sigint, _OneProbe(sigint), _Context() as ctx:
+    with sigint, _OneProbe(sigint), _CatchEscapes(call), _Context() as ctx:
         try:
             opts = _options(ctx, keep, max_batch_size=max_batch_size, minimum=minimum,
                             sample_count=sample_count, margin=margin,

@@ -112,7 +112,7 @@ _PROTOTYPES = {
     "batchfit_ctx_last_error": (c_char_p, [c_void_p]),
     "batchfit_parse_size": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_uint64)]),
     "batchfit_parse_percent": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_double)]),
-    "batchfit_oom_text": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t]),
+    "batchfit_oom_text": (c_int, [c_void_p, c_char_p, POINTER(c_int), c_char_p, c_size_t]),
     "batchfit_parse_requested_size": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_uint64)]),
     "batchfit_parse_strategy": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_int)]),
     "batchfit_resolve_vram_limit": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_uint64),

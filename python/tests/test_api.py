@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import weakref
 from pathlib import Path
 
@@ -183,6 +184,38 @@ def test_keyboard_interrupt_aborts_releases_and_is_reraised():
     assert released == [True] and refs[0]() is None
     # The interrupt was consumed: the next probe runs normally.
     assert probe(lambda: LinearStep()).batch_size == 90
+
+
+def test_an_exception_escaping_a_callback_is_not_lost(monkeypatch):
+    # A signal handler of the user's raising KeyboardInterrupt as the run callback starts,
+    # before its own try: ctypes reported it ("Exception ignored on calling ctypes callback"),
+    # dropped it and read the trial as a fit; the probe finished as if nothing had happened.
+    import batchfit._core as core
+
+    real_run = core._StepCall.run
+    calls = []
+
+    def escaping_run(self, state, batch, report):
+        calls.append(batch)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run(self, state, batch, report)
+
+    released = []
+
+    class Step(LinearStep):
+        def release(self):
+            released.append(True)
+
+    hook = sys.unraisablehook
+    monkeypatch.setattr(core._StepCall, "run", escaping_run)
+    with pytest.raises(KeyboardInterrupt):
+        probe(Step)
+    assert len(calls) == 2 and released == [True]
+    monkeypatch.setattr(core._StepCall, "run", real_run)
+    # The request to stop was consumed, and the hook is gone.
+    assert probe(lambda: LinearStep()).batch_size == 90
+    assert sys.unraisablehook == hook
 
 
 def test_keyboard_interrupt_in_the_factory():
