@@ -1077,7 +1077,9 @@ typedef struct batchfit_recover_s batchfit_recover;
 
 /* How to run one optimizer step: accumulation micro-batches, every one of
  * micro_batch samples but the last, which has last_micro_batch, so the
- * step always sees exactly effective_batch samples. */
+ * step always sees exactly effective_batch samples. The fewest
+ * micro-batches of at most the size that fits, as even as they go (97 at
+ * most 16 a step: 14 x 6 + 13, not 16 x 6 + 1). */
 typedef struct batchfit_recover_plan {
     uint64_t micro_batch;
     unsigned accumulation;

@@ -31,15 +31,16 @@ void batchfit_recover_options_init(batchfit_recover_options *opts)
     opts->max_retries = 8;
 }
 
-/* Micro-batches of at most micro for the global batch G: k = ceil(G / m)
- * steps, the last holding what remains, and every one (the last too) at
- * least min: a BatchNorm layer that needs two samples fails on a last
- * micro-batch of 1. The largest such m: for each k from ceil(G / micro) up,
- * the largest m with k steps whose remainder G - m (k - 1) is at least min
- * is (G - min) / (k - 1), where that still takes k steps (10 with 4 at
- * least 4 has none: 4 + 4 + 2; 9 with 8 at least 2 is 7 + 2). The first k
- * that has one gives it; past k > G / min none does. Returns 0 when there
- * is none, or the steps would not fit the plan's count. */
+/* Micro-batches of at most micro for the global batch G: the fewest steps
+ * k, the last holding what remains, every one (the last too) at least min
+ * (a BatchNorm layer that needs two samples fails on a last micro-batch of
+ * 1), and as even as k steps allow. The fewest: for each k from
+ * ceil(G / micro) up, the largest m with k steps whose remainder
+ * G - m (k - 1) is at least min is (G - min) / (k - 1), where that still
+ * takes k steps (10 with 4 at least 4 has none: 4 + 4 + 2; 9 with 8 at
+ * least 2 is 5 + 4). The first k that has one gives it; past k > G / min
+ * none does. Returns 0 when there is none, or the steps would not fit the
+ * plan's count. */
 static int make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro, uint64_t min)
 {
     if (micro > global)
@@ -61,6 +62,14 @@ static int make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro, 
             k = steps - 1;
             continue;
         }
+        /* As even as k steps allow: ceil(G / k) each, the last what
+         * remains (97 in 7 is 14 x 6 + 13, not 16 x 6 + 1: a last
+         * micro-batch of one sample broke BatchNorm, and weighed a
+         * sample 16 times over in an unweighted mean of the losses),
+         * where that keeps k steps and the last at least min. */
+        uint64_t even = global / k + (global % k != 0);
+        if (even >= min && global > even * (k - 1) && global - even * (k - 1) >= min)
+            m = even;
         p->micro_batch = m;
         p->accumulation = (unsigned)k;
         p->last_micro_batch = global - m * (k - 1);

@@ -79,17 +79,33 @@ TEST(recover_shrinks_and_keeps_the_effective_batch)
     CHECK_EQ(p->accumulation, 12);
     batchfit_recover_free(r);
 
-    /* A global batch the micro-batch does not divide: the last is smaller. */
+    /* A global batch the micro-batch does not divide: as few steps as
+     * micro-batches of at most that size take, as even as they go (64 + 36
+     * is 50 + 50; halved, 32 x 3 + 4 is 25 x 4). */
     r = make(ctx, 100, 64, &rs, NULL);
     CHECK_EQ(p = batchfit_recover_get(r), p);
     p = batchfit_recover_get(r);
     CHECK_EQ(p->accumulation, 2);
-    CHECK_EQ(p->last_micro_batch, 36);
+    CHECK_EQ(p->micro_batch, 50);
+    CHECK_EQ(p->last_micro_batch, 50);
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 32);
+    CHECK_EQ(p->micro_batch, 25);
     CHECK_EQ(p->accumulation, 4);
-    CHECK_EQ(p->last_micro_batch, 4);
-    CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 100);
+    CHECK_EQ(p->last_micro_batch, 25);
+    /* 97 from 32: 25 x 3 + 22, not 32 x 3 + 1; halved, at most 12 a
+     * step: 11 x 8 + 9 (it was 16 x 6 + 1, a last micro-batch of one
+     * sample that BatchNorm refuses). */
+    batchfit_recover_free(r);
+    r = make(ctx, 97, 32, &rs, NULL);
+    p = batchfit_recover_get(r);
+    CHECK_EQ(p->micro_batch, 25);
+    CHECK_EQ(p->accumulation, 4);
+    CHECK_EQ(p->last_micro_batch, 22);
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 11);
+    CHECK_EQ(p->accumulation, 9);
+    CHECK_EQ(p->last_micro_batch, 9);
+    CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 97);
     batchfit_recover_free(r);
     batchfit_ctx_free(ctx);
 }
@@ -115,11 +131,12 @@ TEST(recover_uses_the_curve_and_gives_up_at_the_minimum)
     resizes rs = {0};
     batchfit_recover *r = make(ctx, 256, 64, &rs, with_curve);
     const batchfit_recover_plan *p = batchfit_recover_get(r);
-    /* 1000 + 100 m <= 5050: m = 40 (not halved to 32). */
-    CHECK_EQ(batchfit_recover_oom(r, 5050), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 40);
-    CHECK_EQ(p->accumulation, 7);
-    CHECK_EQ(p->last_micro_batch, 16);
+    /* 1000 + 100 m <= 5350: at most 43 (not halved to 32), 6 steps:
+     * 43 x 5 + 41. */
+    CHECK_EQ(batchfit_recover_oom(r, 5350), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 43);
+    CHECK_EQ(p->accumulation, 6);
+    CHECK_EQ(p->last_micro_batch, 41);
     /* The curve's answer never goes up or stays: at least one smaller. */
     CHECK_EQ(batchfit_recover_oom(r, 1000000), BATCHFIT_OK);
     CHECK_EQ(p->micro_batch, 20);
@@ -131,11 +148,13 @@ TEST(recover_uses_the_curve_and_gives_up_at_the_minimum)
     batchfit_recover_free(r);
 
     /* The curve less its largest residual (100 bytes): 1000 + 100 m + 100
-     * <= 5050 is m = 39, where the line alone says 40. */
+     * <= 5350 is at most 42, where the line alone says 43: 7 steps,
+     * 37 x 6 + 34. */
     r = make(ctx, 256, 64, &rs, with_curve_and_residual);
     p = batchfit_recover_get(r);
-    CHECK_EQ(batchfit_recover_oom(r, 5050), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 39);
+    CHECK_EQ(batchfit_recover_oom(r, 5350), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 37);
+    CHECK_EQ(p->accumulation, 7);
     batchfit_recover_free(r);
 
     /* A bounded number of reductions without a clean step. */
@@ -201,7 +220,7 @@ TEST(recover_grows_back_when_asked)
     }
     CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
     CHECK_EQ(changed, 1);
-    CHECK_EQ(p->micro_batch, 24); /* halfway back to 32 */
+    CHECK_EQ(p->micro_batch, 22); /* at most 24, halfway back to 32: 22 x 5 + 18 */
     CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 128);
     /* Too hopeful: back to 16, and twice as long before the next try. */
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
@@ -212,13 +231,13 @@ TEST(recover_grows_back_when_asked)
     }
     CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
     CHECK_EQ(changed, 1);
-    CHECK_EQ(p->micro_batch, 24);
-    /* A growth that held keeps the longer wait. */
+    CHECK_EQ(p->micro_batch, 22);
+    /* A growth that held keeps the longer wait; then at most 27: 26 x 4 + 24. */
     for (int i = 0; i < 5; i++)
         CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 24);
+    CHECK_EQ(p->micro_batch, 22);
     CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 28);
+    CHECK_EQ(p->micro_batch, 26);
     batchfit_recover_free(r);
 
     /* Off by default: clean steps never change the plan. */
@@ -313,12 +332,12 @@ TEST(recover_last_micro_batch_holds_the_minimum)
     batchfit_ctx *ctx = test_ctx(NULL);
     resizes rs = {0};
     rs.min = 2;
-    /* 9 in 8s at least 2: 8 + 1 would leave 1; 7 + 2 does not. */
+    /* 9 in 8s at least 2: 8 + 1 would leave 1; 5 + 4 does not. */
     batchfit_recover *r = make(ctx, 9, 8, &rs, NULL);
     CHECK(r != NULL);
     const batchfit_recover_plan *p = batchfit_recover_get(r);
-    CHECK_EQ(p->micro_batch, 7);
-    CHECK_EQ(p->last_micro_batch, 2);
+    CHECK_EQ(p->micro_batch, 5);
+    CHECK_EQ(p->last_micro_batch, 4);
     CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 9);
     batchfit_recover_free(r);
     /* 100 halved down to 6, 3 at least 2: 6 x 16 + 4, then 3 x 33 + 1 is 2 x 50. */
@@ -333,7 +352,7 @@ TEST(recover_last_micro_batch_holds_the_minimum)
     CHECK_EQ(p->micro_batch, 2);
     CHECK_EQ(p->accumulation, 50);
     batchfit_recover_free(r);
-    /* 10 at least 4 splits only as 5 + 5, 6 + 4 or 10. Growing back where
+    /* 10 at least 4 splits evenly only as 5 + 5 or 10. Growing back where
      * the split rounds the halfway size down to no larger a micro-batch
      * goes to the probed size itself; and out of memory where nothing
      * smaller splits gives up, naming the split. */
@@ -348,17 +367,12 @@ TEST(recover_last_micro_batch_holds_the_minimum)
     int changed = 0;
     CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
     CHECK_EQ(changed, 1);
-    CHECK_EQ(p->micro_batch, 6); /* halfway is 8, which splits as 6 + 4 */
-    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-    CHECK_EQ(changed, 1);
-    CHECK_EQ(p->micro_batch, 10); /* 8 is 6 again: the probed size */
-    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK); /* too hopeful: back to 6 */
-    CHECK_EQ(p->micro_batch, 6);
-    /* Halved to 3, held at the minimum of 4, 10 leaves 4 + 4 + 2: 5 + 5 is
-     * the nearest split under 6 (it gave up here, a size too soon). */
-    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+    CHECK_EQ(p->micro_batch, 10); /* halfway is 8, which splits as 5 + 5: the probed size */
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK); /* too hopeful: back to 5 */
     CHECK_EQ(p->micro_batch, 5);
     CHECK_EQ(p->last_micro_batch, 5);
+    /* Halved to 2, held at the minimum of 4, 10 leaves 4 + 4 + 2, and no
+     * size under 5 splits it. */
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_E_MIN_DOES_NOT_FIT); /* 4 + 4 + 2 */
     CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "does not split");
     CHECK_EQ(p->micro_batch, 5);
@@ -381,7 +395,7 @@ TEST(recover_last_micro_batch_holds_the_minimum)
         CHECK_EQ(p->last_micro_batch, nearest[i].last);
         batchfit_recover_free(r);
     }
-    /* Plans at creation: the largest micro-batch that splits, found at once
+    /* Plans at creation: the fewest steps that split, as even as they go, found at once
      * however far below the size asked for (not size by size); refused
      * where none splits or the steps would not fit the plan's count. */
     static const struct {
@@ -390,10 +404,11 @@ TEST(recover_last_micro_batch_holds_the_minimum)
         uint64_t micro_batch, accumulation, last;
     } plans[] = {
         {10, 4, 4, BATCHFIT_E_INVALID_ARGUMENT, 0, 0, 0},
-        {10000000, 9999999, 4000000, BATCHFIT_OK, 6000000, 2, 4000000},
+        {10000000, 9999999, 4000000, BATCHFIT_OK, 5000000, 2, 5000000},
         {1000000000, 3, 2, BATCHFIT_OK, 2, 500000000, 2},
         {UINT64_C(1) << 40, 2, 1, BATCHFIT_E_INVALID_ARGUMENT, 0, 0, 0},
-        {UINT64_MAX, UINT64_MAX - 1, 1, BATCHFIT_OK, UINT64_MAX - 1, 2, 1},
+        {UINT64_MAX, UINT64_MAX - 1, 1, BATCHFIT_OK, UINT64_C(1) << 63, 2,
+         (UINT64_C(1) << 63) - 1},
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         batchfit_recover_options o;

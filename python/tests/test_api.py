@@ -589,7 +589,11 @@ def test_recovery_checks_its_counts_and_keeps_the_minimum():
         with pytest.raises(batchfit.InvalidArgument, match=what):
             batchfit.Recovery(**kwargs)
     rec = batchfit.Recovery(global_batch=9, micro_batch=8, min_batch=2)
-    assert rec.plan.micro_batches() == [7, 2]  # not 8 + 1: every micro-batch holds two
+    assert rec.plan.micro_batches() == [5, 4]  # not 8 + 1: every micro-batch holds two
+    # As even as the fewest steps go: 16 x 6 + 1 had a last micro-batch of one sample.
+    even = batchfit.Recovery(global_batch=97, micro_batch=16)
+    assert even.plan.micro_batches() == [14] * 6 + [13]
+    even.close()
     with pytest.raises(batchfit.InvalidArgument, match="available_bytes"):
         rec.out_of_memory(-1)
     rec.close()
