@@ -81,32 +81,27 @@ TEST(recover_shrinks_and_keeps_the_effective_batch)
 
     /* A global batch the micro-batch does not divide: as few steps as
      * micro-batches of at most that size take, as even as they go (64 + 36
-     * is 50 + 50; halved, 32 x 3 + 4 is 25 x 4). */
-    r = make(ctx, 100, 64, &rs, NULL);
-    CHECK_EQ(p = batchfit_recover_get(r), p);
-    p = batchfit_recover_get(r);
-    CHECK_EQ(p->accumulation, 2);
-    CHECK_EQ(p->micro_batch, 50);
-    CHECK_EQ(p->last_micro_batch, 50);
-    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 25);
-    CHECK_EQ(p->accumulation, 4);
-    CHECK_EQ(p->last_micro_batch, 25);
-    /* 97 from 32: 25 x 3 + 22, not 32 x 3 + 1; halved, at most 12 a
-     * step: 11 x 8 + 9 (it was 16 x 6 + 1, a last micro-batch of one
-     * sample that BatchNorm refuses). */
-    batchfit_recover_free(r);
-    r = make(ctx, 97, 32, &rs, NULL);
-    p = batchfit_recover_get(r);
-    CHECK_EQ(p->micro_batch, 25);
-    CHECK_EQ(p->accumulation, 4);
-    CHECK_EQ(p->last_micro_batch, 22);
-    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 11);
-    CHECK_EQ(p->accumulation, 9);
-    CHECK_EQ(p->last_micro_batch, 9);
-    CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 97);
-    batchfit_recover_free(r);
+     * is 50 + 50; halved, 32 x 3 + 4 is 25 x 4). 97 from 32: 25 x 3 + 22,
+     * not 32 x 3 + 1; halved, at most 12 a step: 11 x 8 + 9 (it was
+     * 16 x 6 + 1, a last micro-batch of one sample that BatchNorm refuses). */
+    static const struct {
+        uint64_t global, micro;
+        uint64_t plan[2][3]; /* micro-batch, accumulation, last: at first, halved */
+    } uneven[] = {{100, 64, {{50, 2, 50}, {25, 4, 25}}}, {97, 32, {{25, 4, 22}, {11, 9, 9}}}};
+    for (size_t i = 0; i < sizeof uneven / sizeof uneven[0]; i++) {
+        r = make(ctx, uneven[i].global, uneven[i].micro, &rs, NULL);
+        p = batchfit_recover_get(r);
+        for (int h = 0; h < 2; h++) {
+            if (h)
+                CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+            CHECK_EQ(p->micro_batch, uneven[i].plan[h][0]);
+            CHECK_EQ(p->accumulation, uneven[i].plan[h][1]);
+            CHECK_EQ(p->last_micro_batch, uneven[i].plan[h][2]);
+            CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch,
+                     uneven[i].global);
+        }
+        batchfit_recover_free(r);
+    }
     batchfit_ctx_free(ctx);
 }
 
