@@ -411,6 +411,13 @@ typedef struct batchfit_step_report {
     int peak_known;       /* set to 1 with peak_bytes if the step measures itself */
     uint64_t peak_bytes;  /* as in batchfit_trial: the peak, or on OOM what was needed */
     char message[BATCHFIT_MESSAGE_MAX];
+    /* Given to run(), 0 where unknown: the budget the trial's peak is
+     * judged against, in the device's terms (on the host, the whole
+     * process's resident memory). A peak past it does not fit; a step that
+     * can stop itself there (the Python package's guard on the host, where
+     * the kernel's out-of-memory killer would end the whole process) may
+     * return BATCHFIT_OOM with what it held as peak_bytes. */
+    uint64_t budget_bytes;
 } batchfit_step_report;
 
 /* A step factory. The library owns the order: check the device, hold the

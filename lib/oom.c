@@ -103,6 +103,11 @@ static const oom_row builtin_rows[] = {
     {"not enough memory", "[Nn]ot enough (free |device |host |GPU |system )?memory|"
                           "[Ii]nsufficient (free |device |host |GPU |system )?memory",
      "error: not enough memory for the activations of 512 samples"},
+    /* A worker killed by SIGKILL: the out-of-memory killer's signal (a
+     * DataLoader's workers each hold a copy of the batch in flight). */
+    {"PyTorch DataLoader worker killed",
+     "DataLoader worker \\(pids?\\(?s?\\)? ?[0-9, ]+\\)? is killed by signal: Killed",
+     "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed."},
     {"generic out-of-memory message", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
 };
 
@@ -120,7 +125,7 @@ static const char *const host_rows[] = {
     "PyTorch CPU allocator", "Python MemoryError", "NumPy MemoryError", "C++ allocation failure",
     "C library ENOMEM", "C allocation failure (malloc failed)", "Rust allocation failure",
     "out of host memory", "PyTorch DataLoader shared memory", "JVM / Julia OutOfMemoryError",
-    "ggml context pool",
+    "ggml context pool", "PyTorch DataLoader worker killed",
 };
 
 static int named_in(const char *source, const char *const *rows, size_t count)
@@ -236,13 +241,13 @@ int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex)
  * batchfit's CPU, the program blocked on the pipe meanwhile.
  * oom_every_builtin_row_matches_its_example keeps this list whole. */
 static const char *const builtin_words[] = {"memory", "alloc", "memalign", "exhausted",
-                                            "cudnn_status"};
+                                            "cudnn_status", "killed by signal: killed"};
 
 static int names_a_builtin_word(const char *line)
 {
     for (const char *c = line; *c; c++) {
         char lower = (char)tolower((unsigned char)*c);
-        if (lower != 'm' && lower != 'a' && lower != 'e' && lower != 'c')
+        if (lower != 'm' && lower != 'a' && lower != 'e' && lower != 'c' && lower != 'k')
             continue;
         for (size_t w = 0; w < sizeof builtin_words / sizeof builtin_words[0]; w++)
             if (builtin_words[w][0] == lower &&

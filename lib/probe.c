@@ -423,11 +423,38 @@ static int warn_at_the_limit(batchfit_ctx *ctx, const batchfit_options *opts,
                                  (unsigned long long)result->batch_size, peak);
 }
 
+/* A cache entry that no longer held says so, to every caller (it was the
+ * CLI's summary line alone: Python's callers saw a hit that answered less
+ * with no word): the budget or the program's memory changed since it was
+ * stored. One that still fits with a larger size fitting too is no
+ * failure, and is logged only. */
+static int warn_stale_cache(batchfit_ctx *ctx, batchfit_result *result)
+{
+    if (!result->cache_hit || !result->batch_size)
+        return BATCHFIT_OK;
+    if (result->batch_size > result->cache_remembered) {
+        batchfit__log(ctx, BATCHFIT_LOG_INFO,
+                      "cache: the remembered batch size %llu still fits, and so does %llu now",
+                      (unsigned long long)result->cache_remembered,
+                      (unsigned long long)result->batch_size);
+        return BATCHFIT_OK;
+    }
+    if (result->batch_size == result->cache_remembered)
+        return BATCHFIT_OK;
+    return batchfit__result_warn(ctx, result,
+                                 "the remembered batch size %llu no longer held (the budget or "
+                                 "the program's memory changed): %llu now",
+                                 (unsigned long long)result->cache_remembered,
+                                 (unsigned long long)result->batch_size);
+}
+
 /* What is worth saying once the search has its answer. */
 static int warn_after_search(batchfit_ctx *ctx, const batchfit_options *opts,
                              batchfit_result *result)
 {
     int rc = warn_small_request(ctx, result);
+    if (!rc)
+        rc = warn_stale_cache(ctx, result);
     return rc ? rc : warn_at_the_limit(ctx, opts, result);
 }
 

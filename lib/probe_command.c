@@ -475,7 +475,29 @@ int batchfit__missing_interpreter(const char *path, char *interp, size_t len)
         return 0;
     memcpy(interp, p, k);
     interp[k] = '\0';
-    return !runnable(interp);
+    if (!runnable(interp))
+        return 1;
+    /* #!/usr/bin/env NAME: env runs, and fails to find NAME on PATH
+     * (exit 127 on every trial, read as a bug). Options (env -S) and
+     * assignments are left to env. */
+    const char *base = strrchr(interp, '/');
+    if (strcmp(base ? base + 1 : interp, "env") != 0 || p[k] == '\n')
+        return 0;
+    const char *w = p + k;
+    while (*w == ' ' || *w == '\t')
+        w++;
+    size_t wl = strcspn(w, " \t\n");
+    if (wl == 0 || wl >= len || w[0] == '-' || memchr(w, '=', wl))
+        return 0;
+    char name[256], found[4096];
+    if (wl >= sizeof name)
+        return 0;
+    memcpy(name, w, wl);
+    name[wl] = '\0';
+    if (resolve_program(name, found, sizeof found) == 0)
+        return 0;
+    snprintf(interp, len, "%s", name);
+    return 1;
 }
 
 int batchfit_command_check(batchfit_ctx *ctx, const char *program)

@@ -11,6 +11,7 @@ typedef struct step_source {
     const batchfit_step *step;
     void *userdata;
     batchfit_device *device;
+    const batchfit_result *result;
     void *state;
 } step_source;
 
@@ -24,6 +25,8 @@ static int step_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
     const batchfit_device_ops *ops = p->device->ops;
     batchfit_step_report report;
     memset(&report, 0, sizeof report);
+    if (p->result && p->result->budget.known)
+        report.budget_bytes = p->result->budget.budget_bytes;
     if (ops->peak_begin)
         ops->peak_begin(p->device);
     double start = batchfit__now();
@@ -79,6 +82,7 @@ static int step_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *dev
     step_source *p = (step_source *)src;
     const batchfit_device_ops *ops = device->ops;
     p->device = device;
+    p->result = result;
     char msg[BATCHFIT_MESSAGE_MAX] = "";
     uint64_t before = 0, after = 0;
     int usage_known = ops->usage && ops->usage(device, &before) == BATCHFIT_OK;

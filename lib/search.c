@@ -2852,7 +2852,8 @@ static const char *limit_hint(const search *s, const batchfit_trial *f, char *gp
     if (on_host(r) && signature[0] && batchfit__oom_on_device(signature)) {
         snprintf(gpu, len,
                  "its message is a GPU's (%.60s), and this probe measured host memory: probe "
-                 "that GPU (--device cuda:N, or --device auto) to search its memory",
+                 "that GPU (--device cuda:N; `batchfit info` lists the GPUs batchfit sees) to "
+                 "search its memory",
                  signature);
         return gpu;
     }
@@ -2873,7 +2874,7 @@ static int warn_failure_under_threshold(search *s)
     const batchfit_trial *f = failure_under_threshold(s);
     if (!f)
         return BATCHFIT_OK;
-    char held[32], threshold[32], budget[32], gpu[200];
+    char held[32], threshold[32], budget[32], gpu[256];
     batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
     batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
     batchfit_format_bytes(s->budget, budget, sizeof budget);
@@ -3028,7 +3029,7 @@ static int search_finish(search *s, int rc)
                      used);
         } else if ((f_under = failure_under_threshold(s)) != NULL) {
             /* Not the budget's doing: a smaller model is no advice. */
-            char held[32], threshold[32], gpu[200];
+            char held[32], threshold[32], gpu[256];
             batchfit_format_bytes((double)f_under->peak_bytes, held, sizeof held);
             batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
             const char *hint = limit_hint(s, f_under, gpu, sizeof gpu);

@@ -174,15 +174,10 @@ void probe_print_summary(const session *s)
             break;
         }
     }
-    /* A cache entry that no longer held says so: the user learns that the
-     * budget or the program's memory changed since it was stored. One that
-     * still fits with a larger size fitting too is not one that failed. */
-    if (r->cache_hit && r->batch_size < r->cache_remembered)
-        fprintf(stderr,
-                "  the remembered batch size %llu no longer held (the budget or the program's "
-                "memory changed): %llu now\n",
-                (unsigned long long)r->cache_remembered, (unsigned long long)r->batch_size);
-    else if (r->cache_hit && r->batch_size > r->cache_remembered)
+    /* One that no longer held is the library's warning, printed as it came;
+     * one that still fits with a larger size fitting too is not one that
+     * failed. */
+    if (r->cache_hit && r->batch_size > r->cache_remembered)
         fprintf(stderr,
                 "  the remembered batch size %llu still fits, and so does %llu now (a larger "
                 "budget, less memory a sample, or an earlier probe that stopped short)\n",
@@ -244,17 +239,35 @@ void probe_print_summary(const session *s)
     }
 }
 
+/* What an interrupted search had: the trial it stopped and the largest
+ * size that had fit, which is no answer (the search did not finish, and a
+ * larger size may fit), but where a rerun with --max or an estimate can
+ * start. */
+static void print_interrupted(const batchfit_result *r)
+{
+    uint64_t fit = 0;
+    for (size_t i = 0; i < r->trial_count; i++)
+        if (r->trials[i].accepted && r->trials[i].batch > fit)
+            fit = r->trials[i].batch;
+    fprintf(stderr, "batchfit probe: interrupted%s%s", r->error && r->error[0] ? ": " : "",
+            r->error ? r->error : "");
+    if (fit)
+        fprintf(stderr, "; batch size %llu had fit (not an answer: the search did not finish)",
+                (unsigned long long)fit);
+    fputc('\n', stderr);
+}
+
 void probe_print_failure(const session *s)
 {
     const batchfit_result *r = s->result;
     if (s->mpi)
         fprintf(stderr, "batchfit probe: rank %d: %s\n", probe_mpi_rank(s->mpi),
                 r && r->error ? r->error : batchfit_ctx_last_error(s->ctx));
+    else if (r && r->interrupted)
+        print_interrupted(r);
     else
         fprintf(stderr, "batchfit probe: %s\n",
-            r && r->interrupted ? "interrupted"
-            : r && r->error     ? r->error
-                                : batchfit_ctx_last_error(s->ctx));
+                r && r->error ? r->error : batchfit_ctx_last_error(s->ctx));
     if (!r || r->status != BATCHFIT_E_TRIAL_ERROR || !r->trial_count)
         return;
     const batchfit_trial_process *d = &r->trials[r->trial_count - 1].process;

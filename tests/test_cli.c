@@ -665,6 +665,26 @@ static void interrupt_with(int sig)
 TEST(cli_interrupt_writes_json_and_exits_130)
 {
     interrupt_with(SIGINT);
+    /* Interrupted after a size fit: the message names the trial it stopped
+     * and what had fit, which is no answer (it said only "interrupted"). */
+    char pidfile[256], script[1024];
+    snprintf(pidfile, sizeof pidfile, "/tmp/batchfit-test-%ld-int2.pid", (long)getpid());
+    unlink(pidfile);
+    snprintf(script, sizeof script,
+             "if [ \"$0\" -gt 1 ]; then echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 1000; fi",
+             pidfile, pidfile, pidfile);
+    const char *args[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--",
+                          "/bin/sh", "-c", script, "{batch}", NULL};
+    run r;
+    int o, e;
+    CHECK_EQ(start(&r, args, NULL, &o, &e), 0);
+    CHECK(wait_for_pid(pidfile) > 0);
+    kill(r.pid, SIGINT);
+    finish(&r, o, e);
+    CHECK_EQ(r.status, 130);
+    CHECK_CONTAINS(r.err, "batchfit probe: interrupted: the trial at batch size ");
+    CHECK_CONTAINS(r.err, "; batch size 1 had fit (not an answer: the search did not finish)");
+    unlink(pidfile);
 }
 
 TEST(cli_every_terminating_signal_stops_the_trial)
@@ -1861,6 +1881,30 @@ TEST(cli_command_check_follows_execvp)
         CHECK_CONTAINS(r.err, crlf[k][1]);
         CHECK_CONTAINS(r.err, "Windows line endings");
         CHECK(strstr(r.err, "trial 1") == NULL);
+    }
+    /* Through env, a name PATH does not have (exit 127 on every trial,
+     * read as a bug, exit 4); env's options and a name it finds run. */
+    static const char *const through_env[][2] = {
+        {"#!/usr/bin/env python9\nprint('hi')\n", "its interpreter python9 (its #! line)"},
+        {"#!/usr/bin/env sh\nexit 0\n", NULL},
+        {"#!/usr/bin/env -S sh -e\nexit 0\n", NULL},
+    };
+    const char *run_it[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max",
+                            "2", "--", script, "{batch}", NULL};
+    for (size_t k = 0; k < sizeof through_env / sizeof through_env[0]; k++) {
+        f = fopen(script, "w");
+        CHECK(f != NULL);
+        if (f) {
+            fputs(through_env[k][0], f);
+            fclose(f);
+        }
+        if (through_env[k][1]) {
+            CHECK_EQ(cli(&r, run_it, NULL), 2);
+            CHECK_CONTAINS(r.err, through_env[k][1]);
+            CHECK(strstr(r.err, "trial 1") == NULL);
+        } else {
+            CHECK_EQ(cli(&r, run_it, NULL), 0);
+        }
     }
     CHECK_EQ(batchfit_command_check(ctx, "sh"), BATCHFIT_OK);
     CHECK_EQ(batchfit_command_check(ctx, dir), BATCHFIT_E_INVALID_ARGUMENT);

@@ -34,6 +34,7 @@ TEST(device_host_reports_ram_and_measures_its_own_peak)
  * and the peak comes from the kernel's VmHWM. */
 typedef struct host_step {
     size_t per_sample;
+    uint64_t budget_seen; /* the budget the last run() was given */
 } host_step;
 
 static batchfit_outcome hs_build(void *userdata, batchfit_device *dev, void **state, char *msg,
@@ -49,6 +50,7 @@ static batchfit_outcome hs_build(void *userdata, batchfit_device *dev, void **st
 static batchfit_outcome hs_run(void *state, uint64_t batch, batchfit_step_report *rep)
 {
     host_step *h = state;
+    h->budget_seen = rep->budget_bytes;
     size_t n = h->per_sample * (size_t)batch;
     volatile char *p = malloc(n);
     if (!p) {
@@ -71,7 +73,7 @@ TEST(device_host_in_process_probe_measures_real_memory)
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_device *d = NULL;
     CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
-    host_step h = {(size_t)1 << 20};
+    host_step h = {(size_t)1 << 20, 0};
     batchfit_step step = {sizeof step, "host test", 1, hs_build, hs_run, NULL, hs_release};
     batchfit_options o;
     batchfit_options_init(&o);
@@ -88,6 +90,10 @@ TEST(device_host_in_process_probe_measures_real_memory)
     CHECK(last->peak_known);
     CHECK(last->peak_bytes >= (UINT64_C(48) << 20));
     CHECK(r->baseline_known);
+    /* Each run() is told the budget its peak is judged against. */
+    CHECK(r->budget.known);
+    CHECK(r->budget.budget_bytes > 0);
+    CHECK_EQ(h.budget_seen, r->budget.budget_bytes);
     batchfit_result_free(r);
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
@@ -107,7 +113,7 @@ TEST(device_host_in_process_probe_counts_what_the_process_holds_as_usable)
     CHECK(p != NULL);
     for (size_t i = 0; i < held; i += 4096)
         p[i] = 1;
-    host_step h = {(size_t)1 << 20};
+    host_step h = {(size_t)1 << 20, 0};
     batchfit_step step = {sizeof step, "host test", 1, hs_build, hs_run, NULL, hs_release};
     batchfit_options o;
     batchfit_options_init(&o);

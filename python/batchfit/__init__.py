@@ -8,6 +8,7 @@ and the JSON are the library's. The API mirrors the trainer libraries it learned
     print(result.batch_size)
 """
 from ._core import (REQUESTED_BATCH_SIZE, VRAM_LIMIT_GB_FLAG, VRAM_LIMIT_GB_HELP, PeakBytes,
+                    TrialOverBudget,
                     add_vram_limit_argument, is_out_of_memory, limit_cuda_memory,
                     measure_batch_size, parse_size, probe_batch_size, probe_command,
                     requested_batch_size, resolve_vram_limit, version)
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "REQUESTED_BATCH_SIZE", "VRAM_LIMIT_GB_FLAG", "VRAM_LIMIT_GB_HELP", "PeakBytes",
+    "TrialOverBudget",
     "add_vram_limit_argument",
     "is_out_of_memory", "limit_cuda_memory", "measure_batch_size", "parse_size",
     "probe_batch_size", "probe_command", "requested_batch_size", "resolve_vram_limit", "version",

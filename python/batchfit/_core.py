@@ -55,8 +55,19 @@ def is_out_of_memory(exc: BaseException) -> bool:
     its CUDNN_STATUS_NOT_SUPPORTED under memory pressure, and the generic "out of memory" that
     MPS's and XPU's messages carry, ...), so that a step and a command are judged alike; or an
     ``OSError`` with ``errno.ENOMEM`` (a fork, an ``mmap`` or a DataLoader worker refused for
-    memory: "Cannot allocate memory", which a command's output is read as too). Anything else
-    is a bug, which stops a search."""
+    memory: "Cannot allocate memory", which a command's output is read as too); or an
+    exception raised ``from`` one of these (a wrapper's ``raise StepFailed(...) from e``).
+    Anything else is a bug, which stops a search."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:  # a cause chain may loop
+        seen.add(id(exc))
+        if _is_out_of_memory_itself(exc):
+            return True
+        exc = exc.__cause__  # type: ignore[assignment]
+    return False
+
+
+def _is_out_of_memory_itself(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError):
         return True
     if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
@@ -584,6 +595,77 @@ def _guarded(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]
     return wrap
 
 
+class TrialOverBudget(MemoryError):
+    """Raised inside an in-process trial on the host whose resident memory ran far past the
+    budget: a quarter over it, or close to what the system has left. Python cannot stop the
+    kernel's out-of-memory killer, which ends the whole process, the caller's too: a trial at a
+    size far too large (an estimate of 100000 grew to 24 GiB) is stopped first, as the CLI's
+    watchdog stops a command's trial, and read as out of memory. The guard acts between Python
+    bytecodes: one operation that allocates more than what is left is beyond it."""
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _self_rss() -> Optional[int]:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _mem_available() -> Optional[int]:
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class _HostGuard:
+    """Watches this process's resident memory while one host trial runs, from a thread, and
+    raises TrialOverBudget in the trial's thread once it passes the limit."""
+
+    INTERVAL = 0.005
+
+    def __init__(self, budget: int, thread_id: int) -> None:
+        rss, available = _self_rss(), _mem_available()
+        limit = budget + budget // 4
+        if rss is not None and available is not None:
+            limit = min(limit, rss + available - (128 << 20))
+        self.limit = max(limit, budget)
+        self.thread_id = thread_id
+        self.lock = threading.Lock()
+        self.active, self.fired, self.seen = True, False, 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="batchfit-host-guard", daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self.done.wait(self.INTERVAL):
+            rss = _self_rss()
+            if rss is None or rss <= self.limit:
+                continue
+            with self.lock:
+                if self.active:
+                    self.fired, self.seen = True, rss
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(self.thread_id), ctypes.py_object(TrialOverBudget))
+            return
+
+    def stop(self) -> None:
+        with self.lock:
+            self.active = False
+            if self.fired:  # not delivered yet (the trial ended first): withdrawn
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread_id), None)
+        self.done.set()
+        self.thread.join()
+
+
 class _StepCall:
     """One in-process probe's step: built, run and released when the library says so. The
     step and everything it holds are dropped as soon as the library releases it."""
@@ -598,6 +680,8 @@ class _StepCall:
         self.cuda_index: Optional[int] = None
         self.torch: Any = None
         self.in_user_code = False    # the user's own code is running (see _SigintDuringProbe)
+        self.host = False            # trials on the host: guarded (TrialOverBudget)
+        self.guard: Optional[_HostGuard] = None
 
     def _user(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Calls the user's code: a Ctrl-C meanwhile is raised in it, as Python would."""
@@ -607,7 +691,20 @@ class _StepCall:
         finally:
             self.in_user_code = False
 
+    def _end_guard(self) -> Optional[TrialOverBudget]:
+        """Stops the trial's guard; returns the TrialOverBudget it raised meanwhile, where that
+        arrived while stopping it."""
+        guard, self.guard, late = self.guard, None, None
+        while guard is not None:
+            try:
+                guard.stop()
+                break
+            except TrialOverBudget as exc:
+                late = exc
+        return late
+
     def use_device(self, spec: str) -> None:
+        self.host = spec == "host"
         torch = sys.modules.get("torch")
         if spec.startswith("cuda:") and torch is not None and torch.cuda.is_available():
             self.torch, self.cuda_index = torch, int(spec[5:])
@@ -664,7 +761,12 @@ class _StepCall:
             torch, index = self.torch, self.cuda_index
             if torch is not None:
                 torch.cuda.reset_peak_memory_stats(index)
+            if self.host and rep.budget_bytes:
+                self.guard = _HostGuard(int(rep.budget_bytes), threading.get_ident())
             peak = self._user(self.step.run, int(batch))
+            late = self._end_guard()
+            if late is not None:
+                raise late
             if torch is not None:
                 torch.cuda.synchronize(index)
             if isinstance(peak, PeakBytes):
@@ -682,6 +784,20 @@ class _StepCall:
             gc.collect()
             return _lib.FITS
         except BaseException as exc:
+            guard = self.guard
+            late = self._end_guard()
+            if isinstance(late, TrialOverBudget) or isinstance(exc, TrialOverBudget):
+                exc = late if late is not None else exc
+                seen = guard.seen if guard is not None else 0
+                if seen:
+                    rep.peak_known, rep.peak_bytes = 1, seen
+                _write_message(ctypes.addressof(rep) + _lib.StepReport.message.offset,
+                               _lib.MESSAGE_MAX,
+                               f"TrialOverBudget: stopped at {seen} bytes resident, past "
+                               f"{guard.limit if guard is not None else 0} (the budget of "
+                               f"{int(rep.budget_bytes)} and a quarter, or what the system had "
+                               f"left): the kernel's out-of-memory killer would end this process")
+                return _lib.OOM
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
                 # What was in use is known on a CUDA device only: on the host the failed
                 # allocation alone (20 MiB of a 227 MiB process) read as all the trial needed,

@@ -49,7 +49,7 @@ class Options(Structure):
 class StepReport(Structure):
     """batchfit_step_report."""
     _fields_ = [("peak_known", c_int), ("peak_bytes", c_uint64),
-                ("message", c_char * MESSAGE_MAX)]
+                ("message", c_char * MESSAGE_MAX), ("budget_bytes", c_uint64)]
 
 
 BUILD_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, POINTER(c_void_p), c_void_p, c_size_t)

@@ -295,9 +295,43 @@ def test_ctrl_c_at_any_moment_of_a_probe_is_raised():
     (OSError(errno.ENOENT, "No such file or directory"), False),
     (ValueError("out of memory"), False),
     (KeyError("oom"), False),
+    # A DataLoader worker killed by SIGKILL, the out-of-memory killer's signal (was a bug).
+    (RuntimeError("DataLoader worker (pid 4242) is killed by signal: Killed. "), True),
+    (RuntimeError("DataLoader worker (pid 4242) is killed by signal: Segmentation fault."), False),
 ])
 def test_out_of_memory_is_told_from_bugs(error, oom):
     assert batchfit.is_out_of_memory(error) is oom
+
+
+def test_out_of_memory_is_followed_through_raise_from():
+    # A wrapper's `raise StepFailed(...) from e` hid the MemoryError: read as a bug.
+    class StepFailed(Exception):
+        pass
+
+    def wrapped(cause):
+        try:
+            raise cause
+        except BaseException as e:
+            try:
+                raise StepFailed("the step failed") from e
+            except StepFailed as outer:
+                return outer
+
+    assert batchfit.is_out_of_memory(wrapped(MemoryError("x")))
+    assert batchfit.is_out_of_memory(wrapped(wrapped(RuntimeError("CUDA out of memory."))))
+    assert not batchfit.is_out_of_memory(wrapped(ValueError("shape")))
+    # Only a cause, not an exception raised while handling another (its __context__).
+    try:
+        try:
+            raise MemoryError("x")
+        except MemoryError:
+            raise ValueError("a bug in the handler")
+    except ValueError as bug:
+        assert not batchfit.is_out_of_memory(bug)
+    # A cause chain that loops ends.
+    a, b = ValueError("a"), ValueError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert not batchfit.is_out_of_memory(a)
 
 
 def test_cpu_allocator_failure_counts_as_oom_in_a_probe():
@@ -804,6 +838,13 @@ def test_the_cache_tells_models_apart_only_by_what_the_caller_names(tmp_path):
     # A name the caller gives is a key too.
     probe(small, name="small-model", **kw)
     assert probe(small, name="small-model", **kw).data["cache"]["hit"]
+    # A remembered size that no longer holds (the model under that key grew) is a warning here
+    # as in the CLI (it was the CLI's summary line alone).
+    grown = lambda: LinearStep(per_sample=2 * MIB, limit=10**12)  # noqa: E731
+    tighter = probe(grown, cache_key="small", **kw)
+    assert tighter.data["cache"]["hit"] and tighter.batch_size == 70
+    assert ("the remembered batch size 140 no longer held (the budget or the program's memory "
+            "changed): 70 now") in tighter.warnings
 
 
 def test_plot_of_a_failed_probe_and_odd_text(tmp_path):
@@ -1245,3 +1286,39 @@ def test_auto_on_the_host_says_so_in_the_result():
     result = batchfit.probe_batch_size(lambda b: None, device="auto", max_batch_size=2)
     if result.device["spec"] == "host":
         assert any("device auto uses the host's memory" in w for w in result.warnings)
+
+
+def test_a_host_trial_far_over_the_budget_is_stopped_before_the_process_is_killed():
+    # An estimate of 100000 on the host grew one trial to 24 GiB, and the kernel's
+    # out-of-memory killer ended the caller's process. Each host trial is now watched: past a
+    # quarter over the budget it raises TrialOverBudget in the trial and reads as out of memory.
+    base = batchfit._core._self_rss()
+    budget = base + 150 * MIB
+    most = []
+
+    class Growing:
+        def run(self, batch):
+            held = []
+            for _ in range(batch):
+                held.append(bytearray(MIB))
+                if len(held) > 1024:  # without the guard: fail here, not on the machine
+                    raise RuntimeError("runaway: the guard did not stop the trial")
+            most.append(len(held))
+
+        def release(self):
+            pass
+
+    result = batchfit.measure_batch_size(Growing, device="host", memory_budget=f"{budget}B",
+                                         estimate=100000)
+    failed = [t for t in result.trials if t.outcome == "oom"]
+    assert failed and failed[0].batch == 100000
+    assert failed[0].reason.startswith("TrialOverBudget: stopped at")
+    for t in failed:  # stopped, or (just past the limit) finished over the budget
+        assert t.reason.startswith("TrialOverBudget: stopped at") or t.over_budget
+        assert budget < t.needed_bytes_at_least < budget * 1.25 + 64 * MIB
+    # The answer fits under the budget, with the process's own memory in it.
+    assert 0 < result.batch_size < 150
+    assert result.batch_size in most
+    assert all(t.peak_bytes <= budget for t in result.trials if t.outcome == "fits")
+    # Nothing is left pending for the code after the probe.
+    assert sum(len(bytearray(MIB)) for _ in range(200)) == 200 * MIB
