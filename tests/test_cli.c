@@ -619,6 +619,20 @@ TEST(cli_devices_and_info)
  * SIGQUIT, SIGUSR1, an alarm) during a hanging trial: the trial's group is
  * killed, the JSON says interrupted with the signal, and batchfit exits
  * 128 + the signal. */
+/* Starts the CLI, waits for its trial to write pidfile, sends sig and
+ * collects what it printed; returns the pid the trial wrote. */
+static long signal_in_trial(run *r, const char *const *args, const char *const *envs,
+                            const char *pidfile, int sig)
+{
+    int o, e;
+    if (start_env(r, args, envs, &o, &e) != 0)
+        return 0;
+    long child = wait_for_pid(pidfile);
+    kill(r->pid, sig);
+    finish(r, o, e);
+    return child;
+}
+
 static void interrupt_with(int sig)
 {
     char pidfile[256], json_path[256];
@@ -629,12 +643,8 @@ static void interrupt_with(int sig)
     const char *args[] = {"probe", "--device", "host", "--export-json", json_path, "--",
                           tool(), "hang", pidfile, NULL};
     run r;
-    int o, e;
-    CHECK_EQ(start(&r, args, NULL, &o, &e), 0);
-    long child = wait_for_pid(pidfile);
+    long child = signal_in_trial(&r, args, NULL, pidfile, sig);
     CHECK(child > 0);
-    kill(r.pid, sig);
-    finish(&r, o, e);
     CHECK_EQ(r.status, 128 + sig);
     CHECK_CONTAINS(r.err, "interrupted");
     /* The hung child is gone (at most a zombie of a reaper). */
@@ -676,11 +686,7 @@ TEST(cli_interrupt_writes_json_and_exits_130)
     const char *args[] = {"probe", "--device", "host", "--memory-budget", "256MiB", "--",
                           "/bin/sh", "-c", script, "{batch}", NULL};
     run r;
-    int o, e;
-    CHECK_EQ(start(&r, args, NULL, &o, &e), 0);
-    CHECK(wait_for_pid(pidfile) > 0);
-    kill(r.pid, SIGINT);
-    finish(&r, o, e);
+    CHECK(signal_in_trial(&r, args, NULL, pidfile, SIGINT) > 0);
     CHECK_EQ(r.status, 130);
     CHECK_CONTAINS(r.err, "batchfit probe: interrupted: the trial at batch size ");
     CHECK_CONTAINS(r.err, "; batch size 1 had fit (not an answer: the search did not finish)");
@@ -986,11 +992,7 @@ TEST(cli_parallel_interrupt_stops_every_trial)
     const char *args[] = {"probe", "--device", "cuda:all", "--parallel", "--no-cache",
                           "--export-json", json_path, "--", tool(), "hang", pidfile, NULL};
     run r;
-    int o, e;
-    CHECK_EQ(start_env(&r, args, envs, &o, &e), 0);
-    CHECK(wait_for_pid(pidfile) > 0);
-    kill(r.pid, SIGINT);
-    finish(&r, o, e);
+    CHECK(signal_in_trial(&r, args, envs, pidfile, SIGINT) > 0);
     CHECK_EQ(r.status, 128 + SIGINT);
     CHECK_CONTAINS(r.err, "interrupted");
     /* Every trial that started is gone (at most a zombie of a reaper). */
