@@ -545,10 +545,12 @@ typedef struct batchfit_options {
      * for a remembered answer under the key of everything that changes the
      * answer (device, command or cache_key, every setting), verifies it in
      * one or two trials instead of searching, and stores what it found.
-     * cache_key names the model in place of the command (required for an
-     * in-process probe, whose step has no command); cache_dir NULL = the
-     * default directory. A damaged entry is reported as a warning and
-     * replaced. Default: off. */
+     * cache_key names the model in place of the command; an in-process
+     * probe, whose step has no command, is known by cache_key or else by
+     * its step's name, and without either the cache stays off with a
+     * warning. cache_dir NULL = the default directory; an empty one turns
+     * the cache off with a warning. A damaged entry is reported as a
+     * warning and replaced. Default: off. */
     int cache;
     const char *cache_dir;
     const char *cache_key;
@@ -1116,7 +1118,9 @@ BATCHFIT_API void batchfit_recover_free(batchfit_recover *rec);
 /* The plan for the next optimizer step. */
 BATCHFIT_API const batchfit_recover_plan *batchfit_recover_get(const batchfit_recover *rec);
 /* A step ran to the end. After grow_after clean steps (when set) the
- * micro-batch is raised toward the starting size; *changed says so. */
+ * micro-batch is raised toward the starting size; *changed says so.
+ * Returns BATCHFIT_OK, or BATCHFIT_E_ABORTED where the resize callback
+ * refused the larger plan (the plan stays the one the pipeline has). */
 BATCHFIT_API int batchfit_recover_step_ok(batchfit_recover *rec, int *changed);
 /* A step ran out of memory (retry it with the new plan). available_bytes
  * is the memory the step may use now, when known (0: unknown): with the

@@ -1270,10 +1270,12 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
                               : "killed by SIGKILL (status 137)",
                  kills_read ? (wrapped_kill ? "no out-of-memory kill recorded by the kernel: a "
                                               "memory limit enforced from outside (a "
-                                              "scheduler's) or a kill by hand"
+                                              "scheduler's), a time limit that kills (timeout -s KILL) or a "
+                                              "kill by hand"
                                             : ", with no out-of-memory kill recorded by the "
                                               "kernel: a memory limit enforced from outside (a "
-                                              "scheduler's) or a kill by hand")
+                                              "scheduler's), a time limit that kills (timeout -s KILL) or a "
+                                              "kill by hand")
                             : (wrapped_kill ? "the out-of-memory killer or a memory limit"
                                             : ": the out-of-memory killer or a memory limit"));
         return;

@@ -238,6 +238,10 @@ static int cache_lookup(batchfit_ctx *ctx, batchfit_options *opts, const trial_s
     dir[0] = '\0';
     if (!opts->cache)
         return BATCHFIT_OK;
+    if (opts->cache_dir && !opts->cache_dir[0])
+        return batchfit__result_warn(ctx, result,
+                                     "cache off: cache_dir is empty (NULL is the default "
+                                     "directory)");
     if (opts->cache_dir && strlen(opts->cache_dir) >= dir_len)
         return batchfit__result_warn(ctx, result,
                                      "cache off: cache directory path is too long (cache_dir)");
@@ -543,7 +547,9 @@ static int run(batchfit_ctx *ctx, batchfit_options *opts, batchfit_device *devic
     const char *why = NULL;
     if (!batchfit_device_available(device, &why)) {
         if (opts->no_device == BATCHFIT_NO_DEVICE_ERROR || batchfit__ranks_active(opts))
-            return batchfit__fail(ctx, BATCHFIT_E_NO_DEVICE, "no usable device: %s", why);
+            return batchfit__fail(ctx, BATCHFIT_E_NO_DEVICE, "no usable device: %s%s%s",
+                                  device ? batchfit_device_spec(device) : "",
+                                  device ? ": " : "", why);
         return fallback(ctx, opts, why, result);
     }
     result->device.struct_size = sizeof result->device;

@@ -229,6 +229,14 @@ TEST(cache_in_process_probe_remembers)
     CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
     CHECK(!r->cache_hit);
     batchfit_result_free(r);
+    /* An empty directory is no directory: said, not silently off. */
+    o.cache_dir = "";
+    CHECK_EQ(batchfit_probe(ctx, &o, d, batchfit_sim_step(), NULL, &r), BATCHFIT_OK);
+    CHECK(!r->cache_hit);
+    CHECK_EQ(r->warning_count, 1);
+    CHECK_STR(r->warnings[0], "cache off: cache_dir is empty (NULL is the default directory)");
+    batchfit_result_free(r);
+    o.cache_dir = dir;
     remove_cache_dir(ctx, dir, 2);
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);

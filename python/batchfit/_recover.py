@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from . import _lib
-from ._core import _Context, _count, _small, _take_log_interrupt, is_out_of_memory
+from ._core import _Context, _count, _small, _take_log_interrupt, is_out_of_memory, parse_size
 from ._errors import error_for
 from ._lib import lib
 from ._result import Fit, Result
@@ -125,11 +125,14 @@ class Recovery:
         self._check(lib.batchfit_recover_step_ok(self._open(), byref(changed)))
         return bool(changed.value)
 
-    def out_of_memory(self, available_bytes: int = 0) -> Plan:
+    def out_of_memory(self, available_bytes: Union[int, str] = 0) -> Plan:
         """A step ran out of memory: the plan to retry it with. ``available_bytes`` is what the
-        step may use now, when known (with the probe's fit the new micro-batch is the largest
-        predicted to fit in it; otherwise the micro-batch is halved)."""
-        available = _count(available_bytes, "Recovery.out_of_memory: available_bytes")
+        step may use now, when known: bytes, or a size as the probe takes one (``"300MiB"``);
+        with the probe's fit the new micro-batch is the largest predicted to fit in it;
+        otherwise (0, the default) the micro-batch is halved."""
+        what = "Recovery.out_of_memory: available_bytes"
+        available = (parse_size(available_bytes, what) if isinstance(available_bytes, (str, bytes))
+                     else _count(available_bytes, what))
         self._check(lib.batchfit_recover_oom(self._open(), available))
         return self.plan
 

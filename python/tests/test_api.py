@@ -630,6 +630,12 @@ def test_recovery_checks_its_counts_and_keeps_the_minimum():
     even.close()
     with pytest.raises(batchfit.InvalidArgument, match="available_bytes"):
         rec.out_of_memory(-1)
+    # A size as the probe takes one (it was refused: "expected a whole number").
+    sized = batchfit.Recovery(global_batch=64, micro_batch=32)
+    assert sized.out_of_memory("300MiB").micro_batch == 16
+    with pytest.raises(batchfit.ParseError, match="available_bytes.*3x"):
+        sized.out_of_memory("3x")
+    sized.close()
     rec.close()
     with pytest.raises(batchfit.InvalidArgument, match="closed"):
         rec.step_ok()
