@@ -5,6 +5,7 @@
 #include "probe.h"
 
 #include <string.h>
+#include <strings.h>
 
 volatile sig_atomic_t probe_interrupted;
 
@@ -257,6 +258,17 @@ static void print_interrupted(const batchfit_result *r)
     fputc('\n', stderr);
 }
 
+/* Whether text names memory, an allocation or OOM, in any case. */
+static int speaks_of_memory(const char *text)
+{
+    static const char *const words[] = {"memory", "alloc", "oom"};
+    for (const char *c = text; *c; c++)
+        for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
+            if (strncasecmp(c, words[w], strlen(words[w])) == 0)
+                return 1;
+    return 0;
+}
+
 void probe_print_failure(const session *s)
 {
     const batchfit_result *r = s->result;
@@ -284,8 +296,9 @@ void probe_print_failure(const session *s)
     if (d->ran && !s->cli->cmd.show_output)
         fprintf(stderr, "(--show-output shows the whole output of every trial)\n");
     /* An allocator batchfit has no signature for (a framework's own
-     * wording) reads as a bug: the user can name it. */
-    if (d->ran)
+     * wording) reads as a bug: where its last lines speak of memory, the
+     * user can name it. */
+    if (d->ran && speaks_of_memory(d->tail))
         fprintf(stderr, "(if this is the program running out of memory in words batchfit does "
                         "not know, name them with --oom-pattern REGEX)\n");
 }

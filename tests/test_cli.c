@@ -1388,6 +1388,34 @@ TEST(cli_trial_that_did_not_run_exits_4)
     CHECK(strstr(r.out, "batch_size=") == NULL);
 }
 
+/* An error trial whose last lines speak of memory in words batchfit does
+ * not know names --oom-pattern as the way to teach it; a plain bug does
+ * not get that hint. */
+TEST(cli_an_unknown_out_of_memory_wording_names_oom_pattern)
+{
+    static const struct {
+        const char *line;
+        int hint;
+    } cases[] = {
+        {"frobnicator: arena full, cannot place the tensor in device memory", 1},
+        {"E0001 ALLOC_REFUSED by the pool", 1},
+        {"ValueError: shapes (3,4) and (5,6) not aligned", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {"probe", "--device", "host", "--memory-budget", "64MiB",
+                              "--no-cache", "--", tool(), "print", cases[i].line, "1", NULL};
+        run r;
+        CHECK_EQ(cli(&r, args, NULL), 4);
+        CHECK_EQ(strstr(r.err, "name them with --oom-pattern REGEX") != NULL, cases[i].hint);
+    }
+    /* Taught, the same wording is out of memory (exit 3: the minimum). */
+    const char *taught[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--no-cache",
+                            "--oom-pattern", "arena full", "--", tool(), "print",
+                            cases[0].line, "1", NULL};
+    run r;
+    CHECK_EQ(cli(&r, taught, NULL), 3);
+}
+
 /* --export-json never replaces what is not a regular file: a device node
  * stays a device node (and gets the document written into it), a symbolic
  * link stays a link and the file it names gets the document. */
