@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,15 +160,26 @@ int batchfit__parse_size(const char *text, const char *what, uint64_t *bytes_out
 
 void batchfit_format_bytes(double bytes, char *buf, size_t len)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     unsigned u = 0;
     if (!buf || len == 0)
         return;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
+    if (!isfinite(bytes)) {
+        snprintf(buf, len, "%s B", isnan(bytes) ? "NaN" : bytes > 0 ? "inf" : "-inf");
+        return;
+    }
+    /* A difference can be negative (headroom past the budget): its size,
+     * signed ("-3000000000 B" read as bytes, "-2.79 GiB" as a size). */
+    const char *sign = bytes < 0.0 ? "-" : "";
+    double size = fabs(bytes);
+    while (size >= 1024.0 && u < 6) {
+        size /= 1024.0;
         u++;
     }
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+    /* Past 1024 EiB (beyond any uint64_t) the digits would push the unit
+     * out of a small buffer: three significant ones. */
+    snprintf(buf, len, size >= 1024.0 ? "%s%.3g %s" : u ? "%s%.2f %s" : "%s%.0f %s", sign, size,
+             units[u]);
 }
 
 int batchfit__parse_percent(const char *text, const char *what, double *fraction_out, char *err,

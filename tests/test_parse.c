@@ -1,5 +1,7 @@
 #include "test.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 
 static uint64_t size_ok(const char *text)
@@ -258,7 +260,22 @@ TEST(parse_format_bytes)
     batchfit_format_bytes(80.0 * 1073741824.0, buf, sizeof buf);
     CHECK_STR(buf, "80.00 GiB");
     batchfit_format_bytes(3.0 * 1099511627776.0 * 1024.0, buf, sizeof buf);
-    CHECK_STR(buf, "3072.00 TiB");
+    CHECK_STR(buf, "3.00 PiB");
+    batchfit_format_bytes(18446744073709551615.0, buf, sizeof buf);
+    CHECK_STR(buf, "16.00 EiB");
+    /* Past any uint64_t the unit stays in the text (1e300 printed 31
+     * digits and lost it); a difference below zero is a signed size; what
+     * is no number says so. */
+    batchfit_format_bytes(1e300, buf, sizeof buf);
+    CHECK_STR(buf, "8.67e+281 EiB");
+    batchfit_format_bytes(-3e9, buf, sizeof buf);
+    CHECK_STR(buf, "-2.79 GiB");
+    batchfit_format_bytes(-5, buf, sizeof buf);
+    CHECK_STR(buf, "-5 B");
+    batchfit_format_bytes(NAN, buf, sizeof buf);
+    CHECK_STR(buf, "NaN B");
+    batchfit_format_bytes(-INFINITY, buf, sizeof buf);
+    CHECK_STR(buf, "-inf B");
     batchfit_format_bytes(1, NULL, 0);
 }
 
