@@ -46,13 +46,15 @@ static const oom_row builtin_rows[] = {
      "HIP error hipErrorOutOfMemory at train.hip:42"},
     /* PyTorch's other device backends (Intel XPU, Apple MPS), whose
      * "Tried to allocate" is device memory too. */
-    {"PyTorch XPU / MPS", "(XPU|MPS backend) out of memory",
+    {"PyTorch XPU / MPS",
+     "(XPU|MPS backend) out of memory|(PI_ERROR|UR_RESULT_ERROR)_OUT_OF_(RESOURCES|DEVICE_MEMORY)",
      "RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.56 GiB total "
      "capacity)"},
     {"out of device memory",
-     "[Oo]ut of (GPU|device|video|VRAM) memory|OutOfGPUMemoryError|OUT_OF_DEVICE_MEMORY",
+     "[Oo]ut of (GPU|device|video|VRAM) memory|OutOfGPUMemoryError|OUT_OF_DEVICE_MEMORY|"
+     "OutOfDeviceMemory",
      "ERROR: Out of GPU memory trying to allocate 2.000 GiB"},
-    {"JAX / XLA", "RESOURCE_EXHAUSTED: Out of memory",
+    {"JAX / XLA", "RESOURCE_EXHAUSTED: (Out of memory|Failed to allocate)",
      "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
      "allocate 1073741824 bytes."},
     {"TensorFlow", "ResourceExhaustedError|OOM when allocating tensor",
@@ -68,7 +70,10 @@ static const oom_row builtin_rows[] = {
      "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 24.0 GiB for an array with "
      "shape (524288, 6144) and data type float64"},
     /* The JVM's and Julia's exception, named as Python's is. */
-    {"JVM / Julia OutOfMemoryError", "(^|[^A-Za-z_])OutOfMemoryError(:|\\(|[[:space:]]*$)",
+    /* Its message follows the name (": Java heap space", "()"), or the
+     * JVM's "thrown from": a name that ends the line is one mentioned
+     * ("registered handler for java.lang.OutOfMemoryError"). */
+    {"JVM / Julia OutOfMemoryError", "(^|[^A-Za-z_])OutOfMemoryError(:|\\(| thrown from)",
      "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space"},
     {"C++ allocation failure", "std::bad_alloc",
      "terminate called after throwing an instance of 'std::bad_alloc'"},
@@ -77,11 +82,11 @@ static const oom_row builtin_rows[] = {
      * mallocCheck, ggml, Rust's default handler, git-style xmalloc). Each
      * row names an allocation that failed, not memory in general, so log
      * lines about memory use do not match (tests/test_oom.c has both). */
-    {"C allocation failure", "[Mm]emory allocation failed",
+    {"C allocation failure", "[Mm]emory allocation (of size [0-9]+ )?failed",
      "Error: Memory allocation failed at train_gpt2.c:690"},
     {"C allocation failure (failed to allocate)",
      "[Ff]ailed to allocate ([0-9][0-9.,]* ?([KMGTkmgt]i?[Bb]|bytes?)|((host|device|CPU|GPU|"
-     "pinned) )?memory|(a |the )?buffer)",
+     "pinned) )?memory|(a |the )?([A-Za-z0-9_]+ )?buffers?\\b)",
      "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 4294967296"},
     {"C allocation failure (malloc failed)",
      "(^|[^A-Za-z_])(malloc|calloc|realloc|aligned_alloc|posix_memalign)(\\(\\))? failed",
@@ -100,14 +105,21 @@ static const oom_row builtin_rows[] = {
     {"ggml context pool", "not enough space in the context's memory pool",
      "ggml_new_object: not enough space in the context's memory pool (needed 819200, available "
      "524288)"},
-    {"not enough memory", "[Nn]ot enough (free |device |host |GPU |system )?memory|"
-                          "[Ii]nsufficient (free |device |host |GPU |system )?memory",
+    /* Only where it reports a shortfall: at the clause's end, or for or
+     * to something ("not enough memory samples yet", "insufficient memory
+     * bandwidth" say nothing of one). */
+    {"not enough memory",
+     "([Nn]ot enough|[Ii]nsufficient) (free |device |host |GPU |system )?memory"
+     "([.,:;!)]|[[:space:]]*$| (for|to|on|in|left|available)\\b)",
      "error: not enough memory for the activations of 512 samples"},
     /* A worker killed by SIGKILL: the out-of-memory killer's signal (a
      * DataLoader's workers each hold a copy of the batch in flight). */
     {"PyTorch DataLoader worker killed",
      "DataLoader worker \\(pids?\\(?s?\\)? ?[0-9, ]+\\)? is killed by signal: Killed",
      "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed."},
+    {"TensorRT", "Error Code [0-9]+: OutOfMemory",
+     "[TRT] [E] 2: [allocator.cpp::allocate::20] Error Code 2: OutOfMemory (no further "
+     "information)"},
     {"generic out-of-memory message", "[Oo]ut of memory", "[CUDA ERROR] train.cu:42: out of memory"},
 };
 
@@ -118,7 +130,7 @@ static const char *const device_rows[] = {
     "PyTorch CUDA allocator", "PyTorch OutOfMemoryError", "PyTorch, older",
     "PyTorch, raw CUDA call", "PyTorch on ROCm", "cuBLAS", "cuDNN", "cuDNN under memory pressure",
     "CUDA runtime allocation failure", "HIP runtime allocation failure", "PyTorch XPU / MPS",
-    "out of device memory",
+    "out of device memory", "TensorRT",
 };
 
 static const char *const host_rows[] = {
@@ -241,13 +253,15 @@ int batchfit__oom_table_add(batchfit__oom_table *table, const char *regex)
  * batchfit's CPU, the program blocked on the pipe meanwhile.
  * oom_every_builtin_row_matches_its_example keeps this list whole. */
 static const char *const builtin_words[] = {"memory", "alloc", "memalign", "exhausted",
-                                            "cudnn_status", "killed by signal: killed"};
+                                            "cudnn_status", "killed by signal: killed",
+                                            "out_of_resources"};
 
 static int names_a_builtin_word(const char *line)
 {
     for (const char *c = line; *c; c++) {
         char lower = (char)tolower((unsigned char)*c);
-        if (lower != 'm' && lower != 'a' && lower != 'e' && lower != 'c' && lower != 'k')
+        if (lower != 'm' && lower != 'a' && lower != 'e' && lower != 'c' && lower != 'k' &&
+            lower != 'o')
             continue;
         for (size_t w = 0; w < sizeof builtin_words / sizeof builtin_words[0]; w++)
             if (builtin_words[w][0] == lower &&
@@ -295,27 +309,75 @@ static int advice_word(const char *word, size_t len)
     return 0;
 }
 
-/* Phrases after a match that say the line is no failure: TensorFlow's
- * allocator logs "ran out of memory trying to allocate 2.26GiB ... The
- * caller indicates that this is not a failure" on runs that go on to
- * finish. */
+/* Phrases after a match, in its clause, that say it is no failure. */
 static const char *const harmless[] = {"not a failure", "not an error", "non-fatal",
                                        "can be ignored", "safe to ignore"};
+/* TensorFlow's allocator says so in the sentence after ("ran out of
+ * memory trying to allocate 2.26GiB ... The caller indicates that this is
+ * not a failure") on runs that go on to finish. */
+static const char *const harmless_line = "indicates that this is not a failure";
 
-/* Whether line, before byte so, carries a Python warning's category
- * ("conv.py:456: UserWarning: Plan failed with a cudnnException ...
- * CUDNN_STATUS_NOT_SUPPORTED"): a warning is printed and the run goes on. */
+/* Where the clause holding byte at of line starts: after the last ';' or
+ * sentence end (". ") before it. */
+static size_t clause_start(const char *line, size_t at)
+{
+    size_t from = at;
+    while (from > 0 && line[from - 1] != ';' &&
+           !(from >= 2 && line[from - 2] == '.' && line[from - 1] == ' '))
+        from--;
+    return from;
+}
+
+/* Whether the word at line + at (len bytes) stands alone: no letter,
+ * digit or underscore on either side. */
+static int whole_word(const char *line, size_t at, size_t len)
+{
+    return (at == 0 || !(isalnum((unsigned char)line[at - 1]) || line[at - 1] == '_')) &&
+           !(isalnum((unsigned char)line[at + len]) || line[at + len] == '_');
+}
+
+/* Whether line, in the clause before byte so, marks a warning: a Python
+ * warning's category ("conv.py:456: UserWarning: Plan failed with a
+ * cudnnException ... CUDNN_STATUS_NOT_SUPPORTED"), a logger's level
+ * ("WARNING:", "[WARNING]", "- WARNING -", "warning:" as llama.cpp prints
+ * "warning: failed to mlock ...: Cannot allocate memory", "WARN  [main]",
+ * TensorRT's "[W]"), or glog's ("W1204 12:00:00", TensorFlow's
+ * "W tensorflow/..."). A warning is printed and the run goes on; a
+ * failure is an error, printed as one. */
 static int in_a_warning(const char *line, size_t so)
 {
-    for (size_t at = 1; at + 8 <= so; at++)
-        if (strncmp(line + at, "Warning:", 8) == 0 && isalpha((unsigned char)line[at - 1]))
+    size_t from = clause_start(line, so);
+    if (from == 0 && line[0] == 'W' && isdigit((unsigned char)line[1]) &&
+        isdigit((unsigned char)line[2]) && isdigit((unsigned char)line[3]) &&
+        isdigit((unsigned char)line[4]) && line[5] == ' ')
+        return 1;
+    for (size_t at = from; at < so; at++) {
+        const char *c = line + at;
+        if (strncmp(c, "Warning:", 8) == 0 && at > 0 && isalpha((unsigned char)c[-1]))
             return 1;
+        if (strncmp(c, "[W]", 3) == 0)
+            return 1;
+        if (c[0] == 'W' && c[1] == ' ' && (at == 0 || (at >= 2 && c[-1] == ' ' && c[-2] == ':')))
+            return 1;
+        size_t len = strncasecmp(c, "warning", 7) == 0 ? 7 : strncasecmp(c, "warn", 4) == 0 ? 4 : 0;
+        if (!len || !whole_word(line, at, len))
+            continue;
+        const char *after = c + len;
+        if (*after == ':' || *after == ']' || strncmp(after, " -", 2) == 0 ||
+            strncmp(after, " |", 2) == 0 || strncmp(after, "  ", 2) == 0 ||
+            strncmp(after, " [", 2) == 0)
+            return 1;
+    }
     return 0;
 }
 
-static int says_harmless(const char *after)
+/* Whether the clause after the match (to its ';' or sentence end) says it
+ * is harmless, or the line says so as TensorFlow's allocator does. */
+static int says_harmless(const char *line, size_t eo)
 {
-    for (const char *c = after; *c; c++)
+    if (strstr(line + eo, harmless_line))
+        return 1;
+    for (const char *c = line + eo; *c && *c != ';' && !(c[0] == '.' && c[1] == ' '); c++)
         for (size_t i = 0; i < sizeof harmless / sizeof harmless[0]; i++)
             if (strncasecmp(c, harmless[i], strlen(harmless[i])) == 0)
                 return 1;
@@ -328,7 +390,7 @@ static int says_harmless(const char *after)
  * by a value that says none happened, or by words that say it is harmless. */
 static int names_without_reporting(const char *line, size_t so, size_t eo)
 {
-    if (in_a_warning(line, so) || says_harmless(line + eo))
+    if (in_a_warning(line, so) || says_harmless(line, eo))
         return 1;
     size_t at = so;
     for (unsigned words = 0; words < 4;) {
@@ -358,7 +420,12 @@ static int names_without_reporting(const char *line, size_t so, size_t eo)
     size_t len = 0;
     while (p[len] && (isalnum((unsigned char)p[len]) || p[len] == '/'))
         len++;
-    return (separated || (len == 1 && p[0] == '0')) &&
+    /* The value is all the clause says: "none", "0 times", "0 so far"; not
+     * "none available", "none of the devices had room". */
+    const char *rest = p + len;
+    int alone = !*rest || strchr(",;.)", *rest) || strncmp(rest, " time", 5) == 0 ||
+                strncmp(rest, " so far", 7) == 0;
+    return alone && (separated || (len == 1 && p[0] == '0')) &&
            one_of(p, len, nothing, sizeof nothing / sizeof nothing[0]);
 }
 

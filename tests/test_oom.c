@@ -99,6 +99,38 @@ TEST(oom_every_builtin_row_matches_its_example)
         {"Exception in thread \"main\" java.lang.OutOfMemoryError: GC overhead limit exceeded",
          "JVM / Julia OutOfMemoryError"},
         {"ERROR: LoadError: OutOfMemoryError()", "JVM / Julia OutOfMemoryError"},
+        /* A second reviewer's misses (each read as a bug, exit 4). */
+        {"Exception: java.lang.OutOfMemoryError thrown from the UncaughtExceptionHandler in "
+         "thread \"main\"",
+         "JVM / Julia OutOfMemoryError"},
+        {"jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request "
+         "for 2.00GiB (2147483648B) on device ordinal 0",
+         "JAX / XLA"},
+        {"ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 4294967296",
+         "C allocation failure (failed to allocate)"},
+        {"llama_new_context_with_model: failed to allocate compute buffers",
+         "C allocation failure (failed to allocate)"},
+        {"ggml_vulkan: Device memory allocation of size 4294967296 failed.",
+         "C allocation failure"},
+        {"ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory", "out of device memory"},
+        {"[TRT] [E] 2: [allocator.cpp::allocate::20] Error Code 2: OutOfMemory (no further "
+         "information)",
+         "TensorRT"},
+        {"RuntimeError: Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES)",
+         "PyTorch XPU / MPS"},
+        {"UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "PyTorch XPU / MPS"},
+        /* A value of none that is not all its clause says; a harmless
+         * phrase or a warning in another clause. */
+        {"Failed to allocate memory: none available", "C allocation failure (failed to allocate)"},
+        {"Out of memory: none of the devices had room", "generic out-of-memory message"},
+        {"malloc failed: none of the 3 retries worked", "C allocation failure (malloc failed)"},
+        {"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB. Note: NaN checks are "
+         "non-fatal",
+         "PyTorch CUDA allocator"},
+        {"x.py:3: RuntimeWarning: overflow encountered; torch.OutOfMemoryError: CUDA out of memory",
+         "PyTorch CUDA allocator"},
+        {"error: not enough memory", "not enough memory"},
+        {"insufficient device memory to run the batch", "not enough memory"},
     };
     for (size_t i = 0; i < sizeof phrasings / sizeof phrasings[0]; i++)
         CHECK_STR(batchfit__oom_match(t, phrasings[i][0]), phrasings[i][1]);
@@ -154,6 +186,18 @@ TEST(oom_ordinary_lines_do_not_match)
          "Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED"),
         "train.py:3: ResourceWarning: not enough memory for the prefetch buffer, disabled",
         "Warning: torch.cuda.OutOfMemoryError handler installed",
+        /* A second reviewer's: lines that are no failure, each of which
+         * ended a probe with "the minimum does not fit" (exit 3). */
+        "WARNING: not enough memory to enable cudnn benchmark, falling back to default algorithm",
+        "INFO: not enough memory samples yet to estimate throughput",
+        "[W] Insufficient memory bandwidth utilization: 42%",
+        "llama_model_load: using mmap; insufficient memory? no, 12 GiB free",
+        "Compile cache: not enough memory pressure to evict entries",
+        ("warning: failed to mlock 1048576-byte buffer (after previously locking 0 bytes): Cannot "
+         "allocate memory"),
+        "registered handler for java.lang.OutOfMemoryError",
+        "2024-05-01 12:00:00,123 - WARNING - CUDA out of memory, retrying with 16",
+        "W1204 12:00:00.123456 1234 allocator.cc:42] out of memory in the pool; trimming",
         "",
     };
     batchfit_ctx *ctx = test_ctx(NULL);
