@@ -17,6 +17,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import traceback
 from ctypes import byref, c_char_p, c_double, c_int, c_uint64, c_void_p
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -559,8 +560,11 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
 
 
 def _write_message(buf_address: int, size: int, text: str) -> None:
-    data = text.encode("utf-8", "replace")[:max(size - 1, 0)]
-    data = data.decode("utf-8", "ignore").encode()
+    data = text.encode("utf-8", "replace")
+    if len(data) > size - 1:
+        # Cut as the library cuts its own: at a character, ending in "...".
+        data = data[:max(size - 4, 0)].decode("utf-8", "ignore").encode() + b"..."
+        data = data[:max(size - 1, 0)]
     ctypes.memmove(buf_address, data + b"\0", len(data) + 1)
 
 
@@ -628,9 +632,13 @@ def _mem_available() -> Optional[int]:
 
 class _HostGuard:
     """Watches this process's resident memory while one host trial runs, from a thread, and
-    raises TrialOverBudget in the trial's thread once it passes the limit."""
+    raises TrialOverBudget in the trial's thread once it passes the limit, and again every
+    REPEAT seconds while it stays past it (a step that catches MemoryError to skip a sample
+    swallowed the first and grew on to 1.5 GiB). Only the trial's own thread is interrupted:
+    memory a thread of the step's own takes is seen, but that thread runs on."""
 
     INTERVAL = 0.005
+    REPEAT = 0.05
 
     def __init__(self, budget: int, thread_id: int) -> None:
         rss, available = _self_rss(), _mem_available()
@@ -646,16 +654,18 @@ class _HostGuard:
         self.thread.start()
 
     def _watch(self) -> None:
+        last = 0.0
         while not self.done.wait(self.INTERVAL):
             rss = _self_rss()
-            if rss is None or rss <= self.limit:
+            if rss is None or rss <= self.limit or time.monotonic() - last < self.REPEAT:
                 continue
             with self.lock:
-                if self.active:
-                    self.fired, self.seen = True, rss
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                        ctypes.c_ulong(self.thread_id), ctypes.py_object(TrialOverBudget))
-            return
+                if not self.active:
+                    return
+                self.fired, self.seen = True, max(self.seen, rss)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(self.thread_id), ctypes.py_object(TrialOverBudget))
+            last = time.monotonic()
 
     def stop(self) -> None:
         with self.lock:
@@ -786,17 +796,21 @@ class _StepCall:
         except BaseException as exc:
             guard = self.guard
             late = self._end_guard()
-            if isinstance(late, TrialOverBudget) or isinstance(exc, TrialOverBudget):
-                exc = late if late is not None else exc
+            if ((isinstance(late, TrialOverBudget) or isinstance(exc, TrialOverBudget))
+                    and not isinstance(exc, KeyboardInterrupt)):
+                # Past the limit the trial did not fit, whatever else it raised meanwhile (a
+                # thread of its own hitting a limit of its own): that is said, not lost.
                 seen = guard.seen if guard is not None else 0
                 if seen:
                     rep.peak_known, rep.peak_bytes = 1, seen
+                also = "" if isinstance(exc, TrialOverBudget) else f"; it raised {_describe(exc)}"
                 _write_message(ctypes.addressof(rep) + _lib.StepReport.message.offset,
                                _lib.MESSAGE_MAX,
                                f"TrialOverBudget: stopped at {seen} bytes resident, past "
                                f"{guard.limit if guard is not None else 0} (the budget of "
                                f"{int(rep.budget_bytes)} and a quarter, or what the system had "
-                               f"left): the kernel's out-of-memory killer would end this process")
+                               f"left): the kernel's out-of-memory killer would end this "
+                               f"process{also}")
                 return _lib.OOM
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
                 # What was in use is known on a CUDA device only: on the host the failed

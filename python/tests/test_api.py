@@ -1328,3 +1328,45 @@ def test_a_host_trial_far_over_the_budget_is_stopped_before_the_process_is_kille
     assert all(t.peak_bytes <= budget for t in result.trials if t.outcome == "fits")
     # Nothing is left pending for the code after the probe.
     assert sum(len(bytearray(MIB)) for _ in range(200)) == 200 * MIB
+
+
+def test_the_host_guard_keeps_stopping_a_trial_that_swallows_it():
+    # A step that catches MemoryError per sample (a pipeline that skips what does not fit)
+    # swallowed the guard's one TrialOverBudget and grew on unguarded (to 1.5 GiB here).
+    base = batchfit._core._self_rss()
+    budget = base + 150 * MIB
+
+    class Swallowing:
+        def run(self, batch):
+            held, swallowed = [], 0
+            for _ in range(batch):
+                try:
+                    held.append(bytearray(MIB))
+                except MemoryError:
+                    swallowed += 1
+                    if swallowed > 3:
+                        raise
+                if len(held) > 1024:
+                    raise RuntimeError("runaway: the guard stopped once and no more")
+
+        def release(self):
+            pass
+
+    result = batchfit.measure_batch_size(Swallowing, device="host", memory_budget=f"{budget}B",
+                                         estimate=3000)
+    assert result.trials[0].outcome == "oom"
+    assert result.trials[0].reason.startswith("TrialOverBudget: stopped at")
+    assert 0 < result.batch_size < 150
+
+
+def test_a_step_message_cut_to_the_field_ends_in_dots():
+    # Cut at 255 bytes with no mark (the library's own messages end in "..." when cut).
+    class Long(LinearStep):
+        def run(self, batch):
+            raise MemoryError("\u00e9" * 3000)
+
+    with pytest.raises(batchfit.MinimumDoesNotFit) as info:
+        probe(Long)
+    reason = info.value.result.trials[0].reason
+    assert reason.endswith("...") and reason.startswith("MemoryError: \u00e9")
+    assert len(reason.encode()) <= 255
