@@ -19,6 +19,7 @@ struct batchfit_recover_s {
     unsigned retries;
     unsigned grow_wait;       /* clean steps before the next attempt to grow */
     int growing;              /* the current plan is an attempt to grow */
+    uint64_t grow_failed;     /* the smallest micro-batch a grow ran out of memory at; 0 none */
 };
 
 void batchfit_recover_options_init(batchfit_recover_options *opts)
@@ -230,16 +231,23 @@ int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
     if (!r->opts.grow_after || r->plan.micro_batch >= r->start_micro ||
         r->clean_steps < r->grow_wait)
         return BATCHFIT_OK;
-    /* Halfway back toward the probed size: memory freed by others may not
-     * all be back. Where the split rounds that down to no larger a
-     * micro-batch (10 at least 4 splits only as 5, 6 or 10: 8 is 6), the
-     * probed size itself; where nothing larger splits, nothing changes. */
-    uint64_t target = r->plan.micro_batch + (r->start_micro - r->plan.micro_batch + 1) / 2;
+    /* Halfway back toward the probed size, or below the smallest size a
+     * grow already failed at (aiming there again failed for ever: 2 x 14
+     * grew to 7, failed, went back, grew to 7, where 4 x 7 fitted): memory
+     * freed by others may not all be back. Where the split rounds that
+     * down to no larger a micro-batch (10 at least 4 splits evenly only as
+     * 5 or 10: 8 is 5), the top itself; where nothing larger splits below
+     * the top, nothing changes. */
+    uint64_t top = r->grow_failed && r->grow_failed - 1 < r->start_micro ? r->grow_failed - 1
+                                                                          : r->start_micro;
     r->clean_steps = 0;
+    if (top <= r->plan.micro_batch)
+        return BATCHFIT_OK;
+    uint64_t target = r->plan.micro_batch + (top - r->plan.micro_batch + 1) / 2;
     batchfit_recover_plan grown;
     if (!make_plan(&grown, r->opts.global_batch, target, r->opts.min_batch) ||
         grown.micro_batch <= r->plan.micro_batch)
-        target = r->start_micro;
+        target = top;
     if (!make_plan(&grown, r->opts.global_batch, target, r->opts.min_batch) ||
         grown.micro_batch <= r->plan.micro_batch)
         return BATCHFIT_OK;
@@ -281,6 +289,8 @@ static int recover_oom(batchfit_recover *r, uint64_t available_bytes)
         /* Growing was too hopeful: back to the last size that ran clean,
          * and wait twice as long before the next attempt. */
         r->growing = 0;
+        if (!r->grow_failed || m < r->grow_failed)
+            r->grow_failed = m;
         r->grow_wait = r->grow_wait ? r->grow_wait * 2 : r->opts.grow_after;
         uint64_t back = r->last_good_micro ? r->last_good_micro : m / 2;
         if (back < r->opts.min_batch)

@@ -226,14 +226,41 @@ TEST(recover_grows_back_when_asked)
     }
     CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
     CHECK_EQ(changed, 1);
-    CHECK_EQ(p->micro_batch, 22);
-    /* A growth that held keeps the longer wait; then at most 27: 26 x 4 + 24. */
-    for (int i = 0; i < 5; i++)
+    /* Not 22 again: halfway to 21, under the size the grow failed at:
+     * 19 x 6 + 14. */
+    CHECK_EQ(p->micro_batch, 19);
+    /* A growth that held keeps the longer wait; nothing larger splits
+     * below 22 (20 and 21 are 19 x 6 + 14 again): it stays. */
+    for (int i = 0; i < 30; i++) {
         CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 22);
-    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-    CHECK_EQ(p->micro_batch, 26);
+        CHECK_EQ(changed, 0);
+    }
+    CHECK_EQ(p->micro_batch, 19);
     batchfit_recover_free(r);
+
+    /* A second reviewer's loop: 28 from 15 at least 2, a step that runs
+     * out of memory above 5. It grew to 7, failed, went back to 2, and grew
+     * to 7 again for ever (12 failures in 2000 steps, 2 x 14 all along);
+     * each failed grow now lowers the top, and it settles at 5 x 5 + 3. */
+    rs.min = 2;
+    rs.grow_after = 1;
+    r = make(ctx, 28, 15, &rs, NULL);
+    p = batchfit_recover_get(r);
+    unsigned ooms = 0;
+    for (int step = 0; step < 2000; step++) {
+        if (p->micro_batch > 5) {
+            ooms++;
+            CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+        } else {
+            CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
+        }
+    }
+    CHECK_EQ(p->micro_batch, 5);
+    CHECK_EQ(p->last_micro_batch, 3);
+    CHECK(ooms <= 6);
+    batchfit_recover_free(r);
+    rs.min = 0;
+    rs.grow_after = 0;
 
     /* Off by default: clean steps never change the plan. */
     r = make(ctx, 128, 32, &rs, NULL);
