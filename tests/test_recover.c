@@ -242,9 +242,8 @@ TEST(recover_grows_back_when_asked)
      * out of memory above 5. It grew to 7, failed, went back to 2, and grew
      * to 7 again for ever (12 failures in 2000 steps, 2 x 14 all along);
      * each failed grow now lowers the top, and it settles at 5 x 5 + 3. */
-    rs.min = 2;
-    rs.grow_after = 1;
-    r = make(ctx, 28, 15, &rs, NULL);
+    resizes loop = {.min = 2, .grow_after = 1};
+    r = make(ctx, 28, 15, &loop, NULL);
     p = batchfit_recover_get(r);
     unsigned ooms = 0;
     for (int step = 0; step < 2000; step++) {
@@ -259,8 +258,6 @@ TEST(recover_grows_back_when_asked)
     CHECK_EQ(p->last_micro_batch, 3);
     CHECK(ooms <= 6);
     batchfit_recover_free(r);
-    rs.min = 0;
-    rs.grow_after = 0;
 
     /* Off by default: clean steps never change the plan. */
     r = make(ctx, 128, 32, &rs, NULL);
