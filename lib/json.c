@@ -4,6 +4,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -232,8 +234,22 @@ int batchfit__json_requested(const char *text, size_t len, const char *what, uin
     case 'z':
         *out = 0;
         return BATCHFIT_OK;
-    case 's':
     case 'n':
+        /* A JSON number in another form (1e3, 1000.0: what a tool that
+         * writes floats writes) is the same size where it is whole. */
+        if (strpbrk(value, ".eE")) {
+            char *end;
+            double v = strtod(value, &end);
+            if (*end || !isfinite(v) || v < 0.0 || v != floor(v) || v > 9007199254740992.0) {
+                batchfit__errf(err, err_len,
+                               "%s: invalid value %s: expected a whole number (a batch size)",
+                               name, value);
+                return BATCHFIT_E_PARSE;
+            }
+            snprintf(value, sizeof value, "%.0f", v);
+        }
+        return batchfit__parse_requested_size(value, name, out, err, err_len);
+    case 's':
         return batchfit__parse_requested_size(value, name, out, err, err_len);
     }
     batchfit__errf(err, err_len,

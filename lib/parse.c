@@ -382,7 +382,7 @@ int batchfit__parse_strategy(const char *text, const char *what, batchfit_strate
                             char *err, size_t err_len)
 {
     for (unsigned i = 0; text && i < sizeof strategy_names / sizeof strategy_names[0]; i++) {
-        if (strcmp(text, strategy_names[i]) == 0) {
+        if (strcasecmp(text, strategy_names[i]) == 0) {
             *out = (batchfit_strategy)i;
             return BATCHFIT_OK;
         }

@@ -29,6 +29,18 @@ TEST(json_reads_max_batch_size_only)
         CHECK_EQ(requested(decides[i], &v, err, sizeof err), BATCHFIT_OK);
         CHECK_EQ(v, 0);
     }
+    /* A whole number in another JSON form, as a tool that writes floats
+     * writes it (it was refused: "expected a positive integer"). */
+    static const char *const whole[] = {"{\"max_batch_size\": 1e3}", "{\"max_batch_size\": 1000.0}",
+                                        "{\"max_batch_size\": 1.0E3}"};
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
+        v = 99;
+        CHECK_EQ(requested(whole[i], &v, err, sizeof err), BATCHFIT_OK);
+        CHECK_EQ(v, 1000);
+    }
+    CHECK_EQ(requested("{\"max_batch_size\": 1.5e0}", &v, err, sizeof err), BATCHFIT_E_PARSE);
+    CHECK_CONTAINS(err, "expected a whole number");
+    CHECK_EQ(requested("{\"max_batch_size\": 1e300}", &v, err, sizeof err), BATCHFIT_E_PARSE);
     /* batch_size is an output: it is never read back as the bound. */
     v = 99;
     CHECK_EQ(requested("{\"batch_size\": 512}", &v, err, sizeof err), BATCHFIT_OK);

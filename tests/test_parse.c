@@ -245,6 +245,11 @@ TEST(parse_strategy_names)
         CHECK_EQ(s, i);
         CHECK_STR(batchfit_strategy_name(s), names[i]);
     }
+    /* In any case, as units are ("Model" was refused). */
+    CHECK_EQ(batchfit__parse_strategy("Model", "--strategy", &s, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(s, BATCHFIT_STRATEGY_MODEL);
+    CHECK_EQ(batchfit__parse_strategy("BISECT", "--strategy", &s, err, sizeof err), BATCHFIT_OK);
+    CHECK_EQ(s, BATCHFIT_STRATEGY_BISECT);
     CHECK_EQ(batchfit__parse_strategy("fast", "--strategy", &s, err, sizeof err), BATCHFIT_E_PARSE);
     CHECK_CONTAINS(err, "\"fast\"");
     CHECK(batchfit_strategy_name((batchfit_strategy)17) == NULL);
