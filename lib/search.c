@@ -3049,7 +3049,7 @@ static int search_finish(search *s, int rc)
     }
     return batchfit__fail(ctx, BATCHFIT_E_TRIAL_LIMIT,
                           "no batch size fitted within the limit of %u trials (smallest tried: "
-                          "%llu); raise max_trials",
+                          "%llu); raise max_trials (--max-trials)",
                           opts->max_trials,
                           (unsigned long long)batchfit__lattice_value(&s->lattice, (uint64_t)s->hi));
 }

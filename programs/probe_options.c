@@ -334,8 +334,8 @@ static void print_help(FILE *f)
     fprintf(f, "\nexit status: 0 found, 2 bad usage or input (nothing run), 3 no size fitted "
                "(even the minimum\ndoes not fit, or none did within --max-trials), 4 a trial "
                "failed with an error that is not\nout-of-memory, 5 no usable device, 6 the "
-               "--export-json or --plot file, or standard\noutput, could not be written, 128+N "
-               "stopped by signal N (130: Ctrl-C).\n");
+               "--export-json or --plot file, or standard\noutput, could not be written, 1 anything "
+               "else (batchfit itself out of memory),\n128+N stopped by signal N (130: Ctrl-C).\n");
 }
 
 static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const char *value)

@@ -4,6 +4,7 @@
  * output. Everything goes to stderr; results go to stdout. */
 #include "probe.h"
 
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
@@ -258,14 +259,17 @@ static void print_interrupted(const batchfit_result *r)
     fputc('\n', stderr);
 }
 
-/* Whether text names memory, an allocation or OOM, in any case. */
+/* Whether text names memory or an allocation, in any case, or OOM as a
+ * word of its own ("boom" and "room" are not it). */
 static int speaks_of_memory(const char *text)
 {
-    static const char *const words[] = {"memory", "alloc", "oom"};
-    for (const char *c = text; *c; c++)
-        for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
-            if (strncasecmp(c, words[w], strlen(words[w])) == 0)
-                return 1;
+    for (const char *c = text; *c; c++) {
+        if (strncasecmp(c, "memory", 6) == 0 || strncasecmp(c, "alloc", 5) == 0)
+            return 1;
+        if (strncasecmp(c, "oom", 3) == 0 && (c == text || !isalnum((unsigned char)c[-1])) &&
+            !isalnum((unsigned char)c[3]))
+            return 1;
+    }
     return 0;
 }
 

@@ -1400,6 +1400,8 @@ TEST(cli_an_unknown_out_of_memory_wording_names_oom_pattern)
         {"frobnicator: arena full, cannot place the tensor in device memory", 1},
         {"E0001 ALLOC_REFUSED by the pool", 1},
         {"ValueError: shapes (3,4) and (5,6) not aligned", 0},
+        {"boom: no room for the zoom level", 0}, /* "oom" inside words is no OOM */
+        {"worker 3: OOM", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[] = {"probe", "--device", "host", "--memory-budget", "64MiB",

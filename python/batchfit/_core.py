@@ -59,6 +59,9 @@ def is_out_of_memory(exc: BaseException) -> bool:
     memory: "Cannot allocate memory", which a command's output is read as too); or an
     exception raised ``from`` one of these (a wrapper's ``raise StepFailed(...) from e``).
     Anything else is a bug, which stops a search."""
+    if not isinstance(exc, BaseException):
+        raise TypeError(f"is_out_of_memory() takes an exception, not {type(exc).__name__} "
+                        f"{exc!r}")
     seen = set()
     while exc is not None and id(exc) not in seen:  # a cause chain may loop
         seen.add(id(exc))
@@ -69,7 +72,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 
 def _is_out_of_memory_itself(exc: BaseException) -> bool:
-    if isinstance(exc, MemoryError):
+    if isinstance(exc, (MemoryError, TrialOverBudget)):
         return True
     if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
         return True
@@ -599,13 +602,16 @@ def _guarded(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]
     return wrap
 
 
-class TrialOverBudget(MemoryError):
+class TrialOverBudget(BaseException):
     """Raised inside an in-process trial on the host whose resident memory ran far past the
     budget: a quarter over it, or close to what the system has left. Python cannot stop the
     kernel's out-of-memory killer, which ends the whole process, the caller's too: a trial at a
     size far too large (an estimate of 100000 grew to 24 GiB) is stopped first, as the CLI's
-    watchdog stops a command's trial, and read as out of memory. The guard acts between Python
-    bytecodes: one operation that allocates more than what is left is beyond it."""
+    watchdog stops a command's trial, and read as out of memory. Like KeyboardInterrupt it is
+    a BaseException: a step's ``except MemoryError`` or ``except Exception`` (skipping a sample
+    that does not fit) does not swallow it; one that swallows even that gets it again every
+    50 ms while over the limit. The guard acts between Python bytecodes: one operation that
+    allocates more than what is left is beyond it."""
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
