@@ -392,6 +392,12 @@ static void defaults(probe_cli *c)
 int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
 {
     defaults(c);
+    /* The value each option was first given: a second, different one wins
+     * as the last does everywhere, but is said (--max 10 ... --max 20 ran
+     * 20 without a word). --oom-pattern is meant to repeat. */
+    const char *given[OPTION_COUNT] = {NULL};
+    char twice[OPTION_COUNT][160];
+    size_t twice_count = 0;
     int i = 1;
     for (; i < argc; i++) {
         const char *arg = argv[i];
@@ -442,6 +448,14 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
         } else if (eq) {
             return usage_error("%s takes no value", def->name);
         }
+        size_t k = (size_t)(def - options);
+        if (value && def->special != add_oom_pattern) {
+            if (given[k] && strcmp(given[k], value) != 0 && twice_count < OPTION_COUNT)
+                snprintf(twice[twice_count++], sizeof twice[0],
+                         "%s given twice (%.50s, then %.50s); the last wins", def->name,
+                         given[k], value);
+            given[k] = value;
+        }
         int rc = apply(ctx, c, def, value);
         if (rc != 0)
             return rc;
@@ -453,6 +467,9 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
     if (c->agree_given && !c->mpi)
         return usage_error("--agree is how the ranks of an --mpi job agree on a size; without "
                            "--mpi there is one answer");
+    /* Said once the options are read: --quiet may come after. */
+    for (size_t w = 0; w < twice_count && !c->quiet; w++)
+        fprintf(stderr, "batchfit: warning: %s\n", twice[w]);
     c->command = argv + i;
     c->command_argc = argc - i;
     c->opts.max_trials = (unsigned)c->max_trials;

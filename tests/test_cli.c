@@ -1388,6 +1388,32 @@ TEST(cli_trial_that_did_not_run_exits_4)
     CHECK(strstr(r.out, "batch_size=") == NULL);
 }
 
+/* An option given twice with different values: the last wins, as it does
+ * everywhere, and it is said (it ran without a word); the same value
+ * twice, --oom-pattern's repeats and --quiet say nothing. */
+TEST(cli_an_option_given_twice_is_said)
+{
+    const char *twice[] = {"probe", "--device", "sim:capacity=1GiB", "--max", "10", "--style",
+                           "none", "--max", "20", NULL};
+    run r;
+    CHECK_EQ(cli(&r, twice, NULL), 0);
+    CHECK_STR(last_line(r.out), "batch_size=20");
+    CHECK_CONTAINS(r.err, "batchfit: warning: --max given twice (10, then 20); the last wins");
+    const char *same[] = {"probe", "--device", "sim:capacity=1GiB", "--max", "10", "--max", "10",
+                          NULL};
+    CHECK_EQ(cli(&r, same, NULL), 0);
+    CHECK(strstr(r.err, "given twice") == NULL);
+    const char *quiet[] = {"probe", "--device", "sim:capacity=1GiB", "--max", "10", "--max", "20",
+                           "--quiet", NULL};
+    CHECK_EQ(cli(&r, quiet, NULL), 0);
+    CHECK_STR(r.err, "");
+    const char *patterns[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max",
+                              "2", "--oom-pattern", "arena full", "--oom-pattern", "pool dry",
+                              "--", tool(), "exit", "0", "{batch}", NULL};
+    CHECK_EQ(cli(&r, patterns, NULL), 0);
+    CHECK(strstr(r.err, "given twice") == NULL);
+}
+
 /* An error trial whose last lines speak of memory in words batchfit does
  * not know names --oom-pattern as the way to teach it; a plain bug does
  * not get that hint. */
