@@ -248,7 +248,7 @@ int batchfit__json_requested(const char *text, size_t len, const char *what, uin
             }
             snprintf(value, sizeof value, "%.0f", v);
         }
-        return batchfit__parse_requested_size(value, name, out, err, err_len);
+        /* fall through */
     case 's':
         return batchfit__parse_requested_size(value, name, out, err, err_len);
     }

@@ -69,10 +69,10 @@ static const oom_row builtin_rows[] = {
     {"NumPy MemoryError", "_ArrayMemoryError\\b",
      "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 24.0 GiB for an array with "
      "shape (524288, 6144) and data type float64"},
-    /* The JVM's and Julia's exception, named as Python's is. */
-    /* Its message follows the name (": Java heap space", "()"), or the
-     * JVM's "thrown from": a name that ends the line is one mentioned
-     * ("registered handler for java.lang.OutOfMemoryError"). */
+    /* The JVM's and Julia's exception: its message follows the name
+     * (": Java heap space", "()"), or the JVM's "thrown from"; a name that
+     * ends the line is one mentioned ("registered handler for
+     * java.lang.OutOfMemoryError"). */
     {"JVM / Julia OutOfMemoryError", "(^|[^A-Za-z_])OutOfMemoryError(:|\\(| thrown from)",
      "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space"},
     {"C++ allocation failure", "std::bad_alloc",
@@ -260,9 +260,6 @@ static int names_a_builtin_word(const char *line)
 {
     for (const char *c = line; *c; c++) {
         char lower = (char)tolower((unsigned char)*c);
-        if (lower != 'm' && lower != 'a' && lower != 'e' && lower != 'c' && lower != 'k' &&
-            lower != 'o')
-            continue;
         for (size_t w = 0; w < sizeof builtin_words / sizeof builtin_words[0]; w++)
             if (builtin_words[w][0] == lower &&
                 strncasecmp(c, builtin_words[w], strlen(builtin_words[w])) == 0)

@@ -489,15 +489,11 @@ int batchfit__missing_interpreter(const char *path, char *interp, size_t len)
     size_t wl = strcspn(w, " \t\n");
     if (wl == 0 || wl >= len || w[0] == '-' || memchr(w, '=', wl))
         return 0;
-    char name[256], found[4096];
-    if (wl >= sizeof name)
-        return 0;
-    memcpy(name, w, wl);
-    name[wl] = '\0';
-    if (resolve_program(name, found, sizeof found) == 0)
-        return 0;
-    snprintf(interp, len, "%s", name);
-    return 1;
+    /* interp now names what env looks for (read only when 1 is returned). */
+    char found[4096];
+    memcpy(interp, w, wl);
+    interp[wl] = '\0';
+    return resolve_program(interp, found, sizeof found) != 0;
 }
 
 int batchfit_command_check(batchfit_ctx *ctx, const char *program)

@@ -67,9 +67,10 @@ static int make_plan(batchfit_recover_plan *p, uint64_t global, uint64_t micro, 
          * remains (97 in 7 is 14 x 6 + 13, not 16 x 6 + 1: a last
          * micro-batch of one sample broke BatchNorm, and weighed a
          * sample 16 times over in an unweighted mean of the losses),
-         * where that keeps k steps and the last at least min. */
+         * where that keeps k steps and the last at least min (then
+         * the others too: the last is never the largest). */
         uint64_t even = global / k + (global % k != 0);
-        if (even >= min && global > even * (k - 1) && global - even * (k - 1) >= min)
+        if (global > even * (k - 1) && global - even * (k - 1) >= min)
             m = even;
         p->micro_batch = m;
         p->accumulation = (unsigned)k;

@@ -73,6 +73,16 @@ static int alive_not_zombie(long pid)
 
 /* The pid a trial wrote to path, once it has (polled for up to 10 s); 0 if
  * it never did. */
+/* Writes text as the whole of the file at path; 1 on success. */
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
 static long wait_for_pid(const char *path)
 {
     for (int i = 0; i < 1000; i++) {
@@ -1905,12 +1915,7 @@ TEST(cli_command_check_follows_execvp)
      * interpreter (exit 2, nothing run), and so does the library's own. */
     char script[1100];
     snprintf(script, sizeof script, "%s/train.sh", dir);
-    FILE *f = fopen(script, "w");
-    CHECK(f != NULL);
-    if (f) {
-        fputs("#!/nonexistent/python9 -u\nprint('hi')\n", f);
-        fclose(f);
-    }
+    CHECK(write_text(script, "#!/nonexistent/python9 -u\nprint('hi')\n"));
     chmod(script, 0755);
     const char *bad_interp[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--",
                                 script, "{batch}", NULL};
@@ -1929,12 +1934,7 @@ TEST(cli_command_check_follows_execvp)
          "its #! line \"#!/usr/bin/env sh\\r\" ends in a carriage return"},
     };
     for (size_t k = 0; k < sizeof crlf / sizeof crlf[0]; k++) {
-        f = fopen(script, "w");
-        CHECK(f != NULL);
-        if (f) {
-            fputs(crlf[k][0], f);
-            fclose(f);
-        }
+        CHECK(write_text(script, crlf[k][0]));
         CHECK_EQ(cli(&r, bad_interp, NULL), 2);
         CHECK_CONTAINS(r.err, crlf[k][1]);
         CHECK_CONTAINS(r.err, "Windows line endings");
@@ -1950,12 +1950,7 @@ TEST(cli_command_check_follows_execvp)
     const char *run_it[] = {"probe", "--device", "host", "--memory-budget", "64MiB", "--max",
                             "2", "--", script, "{batch}", NULL};
     for (size_t k = 0; k < sizeof through_env / sizeof through_env[0]; k++) {
-        f = fopen(script, "w");
-        CHECK(f != NULL);
-        if (f) {
-            fputs(through_env[k][0], f);
-            fclose(f);
-        }
+        CHECK(write_text(script, through_env[k][0]));
         if (through_env[k][1]) {
             CHECK_EQ(cli(&r, run_it, NULL), 2);
             CHECK_CONTAINS(r.err, through_env[k][1]);
