@@ -708,12 +708,13 @@ class _StepCall:
             self.in_user_code = False
 
     def _end_guard(self) -> Optional[TrialOverBudget]:
-        """Stops the trial's guard; returns the TrialOverBudget it raised meanwhile, where that
-        arrived while stopping it."""
-        guard, self.guard, late = self.guard, None, None
-        while guard is not None:
+        """Stops the trial's guard (again: stopping is idempotent), which stays in self.guard
+        with what it saw until the next trial; returns the TrialOverBudget it raised meanwhile,
+        where that arrived while stopping it."""
+        late = None
+        while self.guard is not None:
             try:
-                guard.stop()
+                self.guard.stop()
                 break
             except TrialOverBudget as exc:
                 late = exc
@@ -771,6 +772,7 @@ class _StepCall:
     @_guarded(_lib.ERROR)
     def run(self, state: Any, batch: int, report: Any) -> int:
         rep = report.contents
+        self.guard = None
         try:
             if self.exception is not None:
                 raise RuntimeError("a previous on_out_of_memory() failed")
@@ -800,8 +802,8 @@ class _StepCall:
             gc.collect()
             return _lib.FITS
         except BaseException as exc:
-            guard = self.guard
             late = self._end_guard()
+            guard = self.guard  # stopped, with what it saw
             if ((isinstance(late, TrialOverBudget) or isinstance(exc, TrialOverBudget))
                     and not isinstance(exc, KeyboardInterrupt)):
                 # Past the limit the trial did not fit, whatever else it raised meanwhile (a
