@@ -1442,6 +1442,40 @@ static unsigned collect_failures(const search *s, double *x, double *y)
     return collect(s, READ_FAILURES, x, y, NULL);
 }
 
+/* Memory that bends upward across the bracket: the three accepted points
+ * up to lo steepen (by a tenth at least, and by more than the noise of
+ * their readings can make: a pool's flat run ending, a B x B term) and
+ * hi read more than the line through the two up to lo puts there (by
+ * more than twice the noise). On such a curve a line from lo along its
+ * local slope crosses the threshold past the crossing, and the chord from
+ * lo to hi crosses it before: the chord's crossing fits. Where the parabola
+ * through the three points foretold hi's reading (to a tenth of the rise
+ * from lo, and the noise), the parabola through the two up to lo and hi
+ * places the crossing, no lower than the chord's. Three points on a line
+ * (a workspace jump between lo and hi, whose place no curve can tell) do
+ * not steepen. Returns the batch (not floored onto the lattice), NAN where
+ * the readings do not bend upward. */
+static double bends_up(const double *x, const double *y, int il, double xh, double yh, double T,
+                       double noise)
+{
+    if (il < 2)
+        return NAN;
+    double x1 = x[il - 2], x2 = x[il - 1], x3 = x[il];
+    double y1 = y[il - 2], y2 = y[il - 1], y3 = y[il];
+    double s1 = (y2 - y1) / (x2 - x1), s2 = (y3 - y2) / (x3 - x2), s3 = (yh - y3) / (xh - x3);
+    if (!(s2 - s1 > 2.0 * noise * (1.0 / (x2 - x1) + 1.0 / (x3 - x2))) || !(s2 > 1.1 * s1) ||
+        !(y3 - y2 > noise) || !(yh - (y3 + s2 * (xh - x3)) > 2.0 * noise) || !(T > y3))
+        return NAN;
+    double room = T - y3, at = x3 + room / s3;
+    double a = (s2 - s1) / (x3 - x1);
+    double foretold = y3 + (xh - x3) * (s2 + a * (xh - x2));
+    if (!(fabs(foretold - yh) <= 0.1 * (yh - y3) + noise))
+        return at;
+    double b = (s3 - s2) / (xh - x2), d = s2 + b * (x3 - x2);
+    double u = 2.0 * room / (d + sqrt(d * d + 4.0 * b * room));
+    return x3 + u > at ? x3 + u : at;
+}
+
 /* Inside a bracket whose ends both gave a reading: lo's peak (accepted) and
  * hi's (a peak over the threshold, or what an out-of-memory trial needed at
  * least). The threshold is crossed between them. The local slope is the
@@ -1599,13 +1633,30 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
                        next_size(s), (unsigned long long)xl);
     double up = xl + (T - yl) / flat;
     double down = xh - (yh - T) / flat;
-    /* The nearer end says more (fewer jumps can lie between); an estimate
-     * that falls outside the bracket is refuted by the other end's trial
-     * (a jump lies between it and the crossing): take the other one. When
-     * both put lo + 1 over the threshold, run it (it closes the bracket
-     * where it fails). Otherwise, both refuted, the crossing sits on a jump,
-     * or hi's reading is no higher than the threshold (a need the budget
-     * bounded: it places nothing), and only bisection finds it. */
+    /* Memory that bends upward, where lo's reading is nearer the
+     * threshold than hi's (the nearer end says more: from hi the estimate
+     * below stands): from the chord's crossing (or the parabola's), no
+     * lower than the estimate down from hi (along a slope no steeper than
+     * the curve's there, it lies below the crossing too) and no higher
+     * than the one up from lo (above it). A reading stopped at the budget
+     * is no point of the curve. Where lo crept in small steps, each step
+     * at least twice the last, as below. */
+    double bent = NAN;
+    if (T - yl < yh - T && !stopped_at_budget(s, xh))
+        bent = bends_up(x, y, il, xh, yh, T, resolvable + band);
+    if (!isnan(bent)) {
+        if (down > xl + 1.0 && down < xh && down > bent)
+            bent = down;
+        if (up > xl + 1.0 && up < xh && up < bent)
+            bent = up;
+        int64_t i = index_floor_of(s, bent);
+        if (i > s->lo && s->lo_streak >= 2 && i < twice_past(s, s->lo, s->lo_step))
+            i = twice_past(s, s->lo, s->lo_step);
+        if (i > s->lo && i < s->hi) {
+            *next = clamp_inside(s, i);
+            return 0;
+        }
+    }
     int64_t iu = index_floor_of(s, up), id = index_floor_of(s, down);
     int u_ok = iu > s->lo && iu < s->hi, d_ok = id > s->lo && id < s->hi;
     int64_t i;

@@ -3027,3 +3027,30 @@ TEST(search_model_memory_in_chunks_is_no_coin_toss_a_chunk_below_the_threshold)
     CHECK(short_of <= 32);
     CHECK(worst >= 0.94);
 }
+
+/* Memory flat up to a preallocated pool of 3032 samples, 6.76 MiB a
+ * sample past it (24.65 GiB flat; 60.8 GiB usable), a framework that says
+ * what an out-of-memory trial needed. After 104, 439 and 3512 (the flat
+ * run, then the rise past the pool's edge: the points steepen), 29565 ran
+ * out of memory needing 200 GiB. Lo's slope, flattened by the run,
+ * crosses the threshold past the failure, and down from the failure along
+ * it passes below lo: both estimates refuted, the search bisected, 16538
+ * and 10025 out of memory too, 12 trials. The chord from
+ * lo to the failure's need lies above such a curve and its crossing fits:
+ * 7625 next, 8 trials, one out of memory. */
+TEST(search_model_memory_bending_upward_in_the_bracket_is_not_overshot)
+{
+    curve_oracle c = flat_then_linear(25242.0, 6.76, 3032.0, 62259.0, 0.001);
+    c.report_exact_need = 1;
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    if (!r)
+        return;
+    double band = 2.0 * c.wander * c.capacity / c.per_sample;
+    CHECK((double)r->batch_size + band >= (double)bisect);
+    CHECK((double)r->batch_size <= (double)bisect + band);
+    CHECK(r->trial_count <= 8);
+    CHECK(r->oom_trials <= 1);
+    CHECK(answer_was_run(r));
+    batchfit_result_free(r);
+}
