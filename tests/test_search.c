@@ -3054,3 +3054,27 @@ TEST(search_model_memory_bending_upward_in_the_bracket_is_not_overshot)
     CHECK(answer_was_run(r));
     batchfit_result_free(r);
 }
+
+/* Memory growing as B^1.2 (24.65 GiB and 2 MiB x B^1.2; 308 GiB, the
+ * size 20000's need), a framework's exact need. The chord approaches the
+ * crossing from below, so lo moves up twice in a row: the creeping-end
+ * rule then doubled the step past the estimate up from lo (18157, then
+ * 21189 where that estimate was 18259), one more trial out of memory than
+ * the commit before the chord. The doubled step stops at that estimate. */
+TEST(search_model_a_creeping_chord_stops_at_the_estimate_from_lo)
+{
+    curve_oracle c = killed_program(25242.0, 2.0, 0, 25242.0 + 2.0 * pow(20000.0, 1.2), 0.0);
+    c.power = 1.2;
+    c.report_need = 0;
+    c.report_exact_need = 1;
+    uint64_t bisect = 0;
+    batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+    if (!r)
+        return;
+    CHECK(r->batch_size <= bisect);
+    CHECK(r->batch_size + 1 >= bisect);
+    CHECK(r->oom_trials <= 1);
+    CHECK(r->trial_count <= 9);
+    CHECK(answer_was_run(r));
+    batchfit_result_free(r);
+}
