@@ -1663,6 +1663,13 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
             return 0;
         }
     }
+    /* The nearer end says more (fewer jumps can lie between); an estimate
+     * that falls outside the bracket is refuted by the other end's trial
+     * (a jump lies between it and the crossing): take the other one. When
+     * both put lo + 1 over the threshold, run it (it closes the bracket
+     * where it fails). Otherwise, both refuted, the crossing sits on a jump,
+     * or hi's reading is no higher than the threshold (a need the budget
+     * bounded: it places nothing), and only bisection finds it. */
     int64_t iu = index_floor_of(s, up), id = index_floor_of(s, down);
     int u_ok = iu > s->lo && iu < s->hi, d_ok = id > s->lo && id < s->hi;
     int64_t i;
