@@ -1264,20 +1264,15 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
          * the SIGKILL came from outside: a memory limit another tool
          * enforces (a scheduler's), or someone's kill -9. Still taken as
          * out of memory, but said. */
-        snprintf(trial->message, sizeof trial->message, "%s%s",
+        snprintf(trial->message, sizeof trial->message, "%s%s%s",
                  wrapped_kill ? "exited with status 137, as a wrapper whose process was "
                                 "killed by SIGKILL does; "
                               : "killed by SIGKILL (status 137)",
-                 kills_read ? (wrapped_kill ? "no out-of-memory kill recorded by the kernel: a "
-                                              "memory limit enforced from outside (a "
-                                              "scheduler's), a time limit that kills (timeout -s KILL) or a "
-                                              "kill by hand"
-                                            : ", with no out-of-memory kill recorded by the "
-                                              "kernel: a memory limit enforced from outside (a "
-                                              "scheduler's), a time limit that kills (timeout -s KILL) or a "
-                                              "kill by hand")
-                            : (wrapped_kill ? "the out-of-memory killer or a memory limit"
-                                            : ": the out-of-memory killer or a memory limit"));
+                 wrapped_kill ? "" : kills_read ? ", with " : ": ",
+                 kills_read ? "no out-of-memory kill recorded by the kernel: a memory limit "
+                              "enforced from outside (a scheduler's), a time limit that kills "
+                              "(timeout -s KILL) or a kill by hand"
+                            : "the out-of-memory killer or a memory limit");
         return;
     }
     if (d->signal) {
