@@ -71,8 +71,6 @@ static int alive_not_zombie(long pid)
     return p && p[1] && p[2] != 'Z' && p[2] != 'X';
 }
 
-/* The pid a trial wrote to path, once it has (polled for up to 10 s); 0 if
- * it never did. */
 /* Writes text as the whole of the file at path; 1 on success. */
 static int write_text(const char *path, const char *text)
 {
@@ -83,6 +81,8 @@ static int write_text(const char *path, const char *text)
     return fclose(f) == 0 && ok;
 }
 
+/* The pid a trial wrote to path, once it has (polled for up to 10 s); 0 if
+ * it never did. */
 static long wait_for_pid(const char *path)
 {
     for (int i = 0; i < 1000; i++) {
@@ -625,10 +625,6 @@ TEST(cli_devices_and_info)
     CHECK_CONTAINS(r.out, "\"available\": false");
 }
 
-/* Every signal that would end batchfit (Ctrl-C, kill, a closed terminal,
- * SIGQUIT, SIGUSR1, an alarm) during a hanging trial: the trial's group is
- * killed, the JSON says interrupted with the signal, and batchfit exits
- * 128 + the signal. */
 /* Starts the CLI, waits for its trial to write pidfile, sends sig and
  * collects what it printed; returns the pid the trial wrote. */
 static long signal_in_trial(run *r, const char *const *args, const char *const *envs,
@@ -643,6 +639,10 @@ static long signal_in_trial(run *r, const char *const *args, const char *const *
     return child;
 }
 
+/* Every signal that would end batchfit (Ctrl-C, kill, a closed terminal,
+ * SIGQUIT, SIGUSR1, an alarm) during a hanging trial: the trial's group is
+ * killed, the JSON says interrupted with the signal, and batchfit exits
+ * 128 + the signal. */
 static void interrupt_with(int sig)
 {
     char pidfile[256], json_path[256];
