@@ -1648,14 +1648,15 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
     if (T - yl < yh - T && !stopped_at_budget(s, xh))
         bent = bends_up(x, y, il, xh, yh, T, resolvable + band);
     if (!isnan(bent)) {
+        int up_inside = up > xl + 1.0 && up < xh;
         if (down > xl + 1.0 && down < xh && down > bent)
             bent = down;
-        if (up > xl + 1.0 && up < xh && up < bent)
+        if (up_inside && up < bent)
             bent = up;
         int64_t i = index_floor_of(s, bent);
         if (i > s->lo && s->lo_streak >= 2 && i < twice_past(s, s->lo, s->lo_step)) {
             i = twice_past(s, s->lo, s->lo_step);
-            if (up > xl + 1.0 && up < xh && i > index_floor_of(s, up))
+            if (up_inside && i > index_floor_of(s, up))
                 i = index_floor_of(s, up);
         }
         if (i > s->lo && i < s->hi) {
