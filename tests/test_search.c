@@ -1836,7 +1836,11 @@ TEST(search_model_tries_a_quiet_band_many_sizes_wide)
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_result *r = scripted_search(ctx, NULL, &so, 352.45);
     CHECK(r != NULL);
-    CHECK_EQ(so.used, 0x3Fu);
+    /* The first four as they ran; from the four quiet points the line now
+     * aims the fifth at 127, under the reviewer's 128 (their largest
+     * residual counts twice over for two residuals left free: see
+     * relative_scatter), and the search goes on from the program's line. */
+    CHECK_EQ(so.used & 0xFu, 0xFu);
     /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202 on the line beyond */
     CHECK(r->batch_size > 163 && r->batch_size <= 202);
     CHECK(r->trial_count <= 8);
@@ -2802,14 +2806,17 @@ TEST(search_model_lo_s_own_reading_outweighs_a_line_across_a_step)
  * over 700 MiB 14, three out of memory, one overshoot after another.
  * Where the lower secant shows a slope and the upper one is steeper than
  * noise can make it, no proposal goes past where the parabola through the
- * three top points crosses the threshold (unless within a tenth of lo). */
+ * three top points crosses the threshold (unless within a tenth of lo).
+ * 1.4 over 400 MiB takes 10 trials for bisection's answer (8 for two sizes
+ * short of it while few points' largest residual was read as the whole
+ * wander: see relative_scatter). */
 TEST(search_model_memory_growing_faster_than_a_line_is_not_overshot)
 {
     static const struct {
         double fixed, per_sample, power, capacity;
         unsigned trials, oom;
     } programs[] = {
-        {400.0, 0.01, 1.4, 1542.6, 8, 0},
+        {400.0, 0.01, 1.4, 1542.6, 10, 0},
         {1300.0, 0.02, 1.4, 3058.3, 10, 1},
         {700.0, 0.02, 1.7, 36936.0, 9, 2},
     };
