@@ -73,8 +73,8 @@ TEST(bench_families_deterministic_close_to_bisection)
 /* The issue's median on all of make bench's deterministic cases, on each of
  * three seeds: 4, 4, 4 (4.5 on the default seed while the largest residual
  * of three quiet points was read as the whole wander, not as one draw of
- * it: the fourth trial, carried tenfold, was refused over the threshold in
- * half the cases, and a fifth found the size below; see relative_scatter). */
+ * it: the fourth trial, carried tenfold, was often refused just over the
+ * threshold, and a fifth found the size below; see relative_scatter). */
 TEST(bench_families_deterministic_median_on_every_seed)
 {
     const uint64_t seeds[] = {20261129, 7, 12345};

@@ -1838,8 +1838,9 @@ TEST(search_model_tries_a_quiet_band_many_sizes_wide)
     CHECK(r != NULL);
     /* The first four as they ran; from the four quiet points the line now
      * aims the fifth at 127, under the reviewer's 128 (their largest
-     * residual counts twice over for two residuals left free: see
-     * relative_scatter), and the search goes on from the program's line. */
+     * residual counts one and a half times over, for the two residuals
+     * four points leave free: see relative_scatter), and the search goes
+     * on from the program's line. */
     CHECK_EQ(so.used & 0xFu, 0xFu);
     /* floor((352.45 * 0.95 / 1.05 - 310.8) / 0.04) = 202 on the line beyond */
     CHECK(r->batch_size > 163 && r->batch_size <= 202);
