@@ -108,6 +108,12 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
         } else if (!v) {
             snprintf(err, sizeof err, "%s needs a value (see batchfit estimate --help)", a);
             return bad(err);
+        } else if (takes_value(v) || strcmp(v, "--checkpointing") == 0 || strcmp(v, "--json") == 0) {
+            /* The value was left out: "--layers --hidden 4096" read
+             * --hidden as the number of layers. */
+            snprintf(err, sizeof err, "%s needs a value: the next argument, %.60s, is an option "
+                                      "(see batchfit estimate --help)", a, v);
+            return bad(err);
         } else if (strcmp(a, "--params") == 0) {
             if (batchfit_parse_params(ctx, v, "--params", &in.params))
                 return bad(batchfit_ctx_last_error(ctx));

@@ -439,12 +439,23 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
                                len > 60 ? "..." : "");
         const char *value = NULL;
         if (def->arg) {
-            if (eq)
+            if (eq) {
                 value = eq + 1;
-            else if (i + 1 < argc)
+            } else if (i + 1 < argc) {
                 value = argv[++i];
-            else
+                /* The next argument is one of these options: the value was
+                 * left out ("--device --max 5" took --max for a device and
+                 * then refused the 5 as a stray word). A value that starts
+                 * with "--" can still be given as --option=VALUE. */
+                const char *veq = strchr(value, '=');
+                if (value[0] == '-' && value[1] == '-' && value[2] != '\0' &&
+                    find_option(value, veq ? (size_t)(veq - value) : strlen(value)))
+                    return usage_error("%s needs a value (%s): the next argument, %.60s, is an "
+                                       "option (a value that starts with -- is given as %s=VALUE)",
+                                       def->name, def->arg, value, def->name);
+            } else {
                 return usage_error("%s needs a value (%s)", def->name, def->arg);
+            }
         } else if (eq) {
             return usage_error("%s takes no value", def->name);
         }

@@ -402,6 +402,10 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--parallel", "2", "unexpected \"2\" before --: options come before --, the command "
                             "after it (--parallel takes no value)"},
         {"--min", NULL, "--min needs a value"},
+        /* The value left out: the option after it is no value ("--device
+         * --max 5" took --max for a device and refused 5 as a stray word). */
+        {"--memory-budget", "--no-cache",
+         "--memory-budget needs a value (SIZE): the next argument, --no-cache, is an option"},
         /* An option that only an --mpi job reads is not silently ignored. */
         {"--agree", "min", "--agree is how the ranks of an --mpi job agree"},
     };
@@ -1078,6 +1082,7 @@ TEST(cli_estimate_and_a_probe_that_uses_it)
         {"--activation-bytes", "0", "--activation-bytes: \"0\" is zero bytes"},
         {"--bogus", "1", "unknown option --bogus"},
         {"--vocab", NULL, "--vocab needs a value"},
+        {"--layers", "--json", "--layers needs a value: the next argument, --json, is an option"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         const char *args[] = {"estimate", "--params", "1B", refused[i].flag, refused[i].value, NULL};
