@@ -225,8 +225,13 @@ void probe_print_summary(const session *s)
             /* Where the search followed a curve through them, the stop says
              * so: the line is then only the summary the JSON keeps. */
             int curve = r->stop_reason && strstr(r->stop_reason, "curve a + b B^p") != NULL;
+            /* A remembered curve's residual is over the peaks the probe
+             * that stored it measured, not this run's: "this run's peaks
+             * lie on it, a line the measured peaks stray from by up to
+             * 26.88 MiB" said both of one set of peaks. */
             snprintf(stray, sizeof stray,
-                     ", a line the measured peaks stray from by up to %s (%s)", off,
+                     ", a line the %s peaks stray from by up to %s (%s)",
+                     r->fit_remembered ? "earlier probe's" : "measured", off,
                      curve ? "they lie on the curve a + b B^p the search followed, as it stopped"
                            : "memory does not grow linearly with the batch here, or its peaks "
                              "vary between runs");

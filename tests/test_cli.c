@@ -29,6 +29,22 @@ static void clear_cache(const char *dir)
     batchfit_ctx_free(ctx);
 }
 
+/* A test's own cache directory (/tmp/batchfit-test-PID-cache-NAME), emptied,
+ * and the environment entry that points batchfit at it. Returns the
+ * directory. */
+typedef struct test_cache {
+    char dir[256];
+    char env[300];
+} test_cache;
+
+static const char *test_cache_open(test_cache *c, const char *name)
+{
+    snprintf(c->dir, sizeof c->dir, "/tmp/batchfit-test-%ld-cache-%s", (long)getpid(), name);
+    snprintf(c->env, sizeof c->env, "BATCHFIT_CACHE_DIR=%s", c->dir);
+    clear_cache(c->dir);
+    return c->dir;
+}
+
 /* Removes a test's cache directory: its entries, its lock and itself. */
 static void drop_cache_dir(const char *dir)
 {
@@ -1144,10 +1160,9 @@ TEST(cli_estimate_honours_the_vram_limit)
  * memory at 91 read as the program's change). */
 TEST(cli_cache_of_a_program_s_own_limit_verifies_in_two_trials_and_keeps_its_curve)
 {
-    char dir[256], env_dir[300], script[1400];
-    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-own-limit", (long)getpid());
-    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
-    clear_cache(dir);
+    test_cache tc;
+    const char *dir = test_cache_open(&tc, "own-limit"), *env_dir = tc.env;
+    char script[1400];
     snprintf(script, sizeof script,
              "if [ {batch} -gt 90 ]; then echo 'out of memory'; exit 1; fi; "
              "exec '%s' alloc {batch}",
@@ -1166,6 +1181,29 @@ TEST(cli_cache_of_a_program_s_own_limit_verifies_in_two_trials_and_keeps_its_cur
         CHECK_CONTAINS(r.err, "trial 2: batch 91 oom");
         CHECK_CONTAINS(r.err, "(the cache's curve; this run's peaks lie on it)");
     }
+    clear_cache(dir);
+}
+
+/* A cached re-run reports the remembered curve, and where the peaks of the
+ * probe that stored it strayed from it, says they were that probe's: "this
+ * run's peaks lie on it, a line the measured peaks stray from by up to
+ * 26.88 MiB" said both of the same peaks (a reviewer's B x B program).
+ * Memory in 32 MiB steps (32 samples of 1 MiB at a time) strays from any
+ * line by several MiB. */
+TEST(cli_a_remembered_curve_s_stray_is_the_earlier_probe_s)
+{
+    test_cache tc;
+    const char *dir = test_cache_open(&tc, "stray"), *env_dir = tc.env;
+    const char *envs[] = {env_dir, NULL};
+    const char *probe[] = {"probe", "--device", "host", "--memory-budget", "200MiB", "--",
+                           tool(), "grow", "1024", "4096", "32", NULL};
+    run r;
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_CONTAINS(r.err, "a line the measured peaks stray from by up to");
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_CONTAINS(r.err, "(the cache's curve; this run's peaks lie on it), a line the earlier "
+                          "probe's peaks stray from by up to");
+    CHECK(strstr(r.err, "the measured peaks stray") == NULL);
     clear_cache(dir);
 }
 
@@ -1244,10 +1282,8 @@ TEST(cli_cache_prints_no_control_characters)
     const char *key = "x\033]0;pwned\007\xff \xc3\xa9\xc2\x85";
     const char *probe[] = {"probe", "--device", "sim:capacity=1GiB,fixed=1MiB,per_sample=1MiB",
                            "--cache-key", key, NULL};
-    char dir[256], env_dir[300];
-    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-escape", (long)getpid());
-    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
-    clear_cache(dir);
+    test_cache tc;
+    const char *dir = test_cache_open(&tc, "escape"), *env_dir = tc.env;
     const char *envs[] = {env_dir, NULL};
     run r;
     CHECK_EQ(cli_env(&r, probe, envs), 0);
@@ -1270,10 +1306,8 @@ TEST(cli_cache_prints_no_control_characters)
  * size that no longer held is reported. */
 TEST(cli_cache_remembers_verifies_and_survives_damage)
 {
-    char dir[256], env_dir[300];
-    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-shared", (long)getpid());
-    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
-    clear_cache(dir);
+    test_cache tc;
+    const char *dir = test_cache_open(&tc, "shared"), *env_dir = tc.env;
     const char *envs[] = {env_dir, NULL};
     const char *probe[] = {"probe", "--device", "host", "--memory-budget", "128.5MiB",
                            "--peak-spread", "0%", "--export-json", "-", "--", tool(), "grow",
@@ -1863,10 +1897,8 @@ TEST(cli_cache_long_spec_and_key)
         n += (size_t)snprintf(spec + n, len + 128 - n, ",seed=7");
     memset(key, 'k', len);
     key[len] = '\0';
-    char dir[256], env_dir[300];
-    snprintf(dir, sizeof dir, "/tmp/batchfit-test-%ld-cache-long", (long)getpid());
-    snprintf(env_dir, sizeof env_dir, "BATCHFIT_CACHE_DIR=%s", dir);
-    clear_cache(dir);
+    test_cache tc;
+    const char *dir = test_cache_open(&tc, "long"), *env_dir = tc.env;
     const char *envs[] = {env_dir, NULL};
     const char *budgets[] = {"8GiB", "4GiB", "8GiB"};
     char json_path[256];
