@@ -111,6 +111,18 @@ void bench_case_make(uint64_t seed, unsigned family, unsigned index, bench_case 
 int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bound,
                    bench_case_outcome *out);
 
+/* How far past the budget the sample that stops a host trial may read, as a
+ * fraction of the budget. */
+#define WATCHDOG_PAST 0.02
+
+/* The trial bench_case_run's oracle reports for the repeat-th run (from 0)
+ * at batch: fits, with its peak; or out of memory, reading at least the
+ * peak it reached where a framework's message says what it needed, and on
+ * a host case (host set) where the watchdog stopped it: the budget and up
+ * to WATCHDOG_PAST of it more, never more than the peak, with
+ * process.watchdog_stopped set, as a child process's trial reads. */
+void bench_case_read(const bench_case *c, uint64_t batch, unsigned repeat, batchfit_trial *t);
+
 /* Sends the log of every later bench_case_run to fn (NULL: none); for
  * tracing a case's search. */
 void bench_case_set_log(batchfit_log_fn fn, void *userdata);

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CASES 40
 
@@ -123,6 +124,43 @@ TEST(bench_families_far_estimate_targets)
     CHECK(f.oom_median <= 1);
     CHECK(f.trials_p95 <= 6);
     CHECK(f.ratio_mean >= 0.99);
+}
+
+/* A trial past the budget reads as a child process's does: on the host the
+ * watchdog stops it a sample past the budget, and its reading is where it
+ * was stopped, not what it needed (the families read the whole need until
+ * 2026-12-04, which no host probe sees); elsewhere a framework's message
+ * says what it needed. */
+TEST(bench_families_host_failures_read_where_the_watchdog_stopped_them)
+{
+    bench_case c;
+    bench_case_make(20261129, BENCH_DETERMINISTIC, 0, &c);
+    CHECK(c.host);
+    uint64_t over = bench_case_first_over_budget(&c, 65536);
+    CHECK(over > 1);
+    /* Twice the first size over the budget needs far more than 2% past it. */
+    for (unsigned repeat = 0; repeat < 3; repeat++) {
+        batchfit_trial t;
+        memset(&t, 0, sizeof t);
+        bench_case_read(&c, 2 * over, repeat, &t);
+        CHECK_EQ(t.outcome, BATCHFIT_OOM);
+        CHECK(t.process.watchdog_stopped);
+        CHECK(t.peak_bytes >= c.budget);
+        CHECK((double)t.peak_bytes <= (double)c.budget * (1.0 + WATCHDOG_PAST));
+        CHECK_EQ(t.process.watchdog_overshoot_bytes, t.peak_bytes - c.budget);
+    }
+    batchfit_trial t;
+    memset(&t, 0, sizeof t);
+    bench_case_read(&c, 1, 0, &t);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK(!t.process.watchdog_stopped);
+    /* Not on the host: the whole need. */
+    c.host = 0;
+    memset(&t, 0, sizeof t);
+    bench_case_read(&c, 2 * over, 0, &t);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK(!t.process.watchdog_stopped);
+    CHECK((double)t.peak_bytes > (double)c.budget * (1.0 + WATCHDOG_PAST));
 }
 
 /* The replay is the measured data: at a measured size the peak is one of
