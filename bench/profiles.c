@@ -11,6 +11,7 @@
 #include "../lib/internal.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,7 +476,7 @@ void bench_case_read(const bench_case *c, uint64_t batch, unsigned repeat, batch
         t->peak_bytes = (uint64_t)at;
     t->process.ran = 1;
     t->process.watchdog_stopped = 1;
-    t->process.signal = 9;
+    t->process.signal = SIGKILL;
     t->process.watchdog_overshoot_bytes = t->peak_bytes - c->budget;
     snprintf(t->message, sizeof t->message, "stopped by the watchdog past the budget");
 }
