@@ -58,6 +58,12 @@ static int takes_value(const char *flag)
     return 0;
 }
 
+/* Whether word is one of the options: a flag, or one that takes a value. */
+static int is_option(const char *word)
+{
+    return takes_value(word) || strcmp(word, "--checkpointing") == 0 || strcmp(word, "--json") == 0;
+}
+
 /* A size of 0 says nothing is there to fit or to grow (it read as "not
  * given"), and one of 1 to 1023 bytes with no unit is no one's meaning:
  * both refused. 0, or the exit code with the message printed. */
@@ -108,7 +114,7 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
         } else if (!v) {
             snprintf(err, sizeof err, "%s needs a value (see batchfit estimate --help)", a);
             return bad(err);
-        } else if (takes_value(v) || strcmp(v, "--checkpointing") == 0 || strcmp(v, "--json") == 0) {
+        } else if (is_option(v)) {
             /* The value was left out: "--layers --hidden 4096" read
              * --hidden as the number of layers. */
             snprintf(err, sizeof err, "%s needs a value: the next argument, %.60s, is an option "

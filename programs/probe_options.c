@@ -301,6 +301,16 @@ static const option_def *find_option(const char *name, size_t len)
     return NULL;
 }
 
+/* The option a word names, up to any "=VALUE"; *eq, when given, is set to
+ * that '=' (NULL without one). NULL if it names none. */
+static const option_def *option_named(const char *word, const char **eq)
+{
+    const char *at = strchr(word, '=');
+    if (eq)
+        *eq = at;
+    return find_option(word, at ? (size_t)(at - word) : strlen(word));
+}
+
 static void print_help(FILE *f)
 {
     fprintf(f, "usage: batchfit probe [options] -- COMMAND [ARGS...]\n"
@@ -431,12 +441,13 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
                 }
             break;
         }
-        const char *eq = strchr(arg, '=');
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const option_def *def = find_option(arg, len);
-        if (!def)
+        const char *eq;
+        const option_def *def = option_named(arg, &eq);
+        if (!def) {
+            size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
             return usage_error("unknown option %.*s%s", len > 60 ? 60 : (int)len, arg,
                                len > 60 ? "..." : "");
+        }
         const char *value = NULL;
         if (def->arg) {
             if (eq) {
@@ -447,9 +458,7 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
                  * left out ("--device --max 5" took --max for a device and
                  * then refused the 5 as a stray word). A value that starts
                  * with "--" can still be given as --option=VALUE. */
-                const char *veq = strchr(value, '=');
-                if (value[0] == '-' && value[1] == '-' && value[2] != '\0' &&
-                    find_option(value, veq ? (size_t)(veq - value) : strlen(value)))
+                if (option_named(value, NULL))
                     return usage_error("%s needs a value (%s): the next argument, %.60s, is an "
                                        "option (a value that starts with -- is given as %s=VALUE)",
                                        def->name, def->arg, value, def->name);
