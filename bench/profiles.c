@@ -243,13 +243,14 @@ static const char *const case_names[BENCH_CASE_FAMILIES] = {
 };
 
 static const char *const case_sources[BENCH_CASE_FAMILIES] = {
-    "the suite's profiles with a declared 5% spread (the host default) and a true wander of "
-    "0.02-0.3% of the peak, as examples/trainer and C programs show under cgroup accounting; a "
-    "trial past the budget reads where the watchdog stopped it (the budget and up to 2% more)",
+    "the suite's profiles under the host's default 5% spread (no --peak-spread) and a true "
+    "wander of 0.02-0.3% of the peak, as examples/trainer and C programs show under cgroup "
+    "accounting; a trial past the budget reads where the watchdog stopped it (the budget and up "
+    "to 2% more)",
     "bench/data/*.csv: the peak at B is one of the runs measured at B, interpolated linearly "
     "between measured sizes (and beyond 128 along the last two); budgets between the peaks at 4 "
-    "and 120; the host's 5% spread declared; a trial past the budget reads where the watchdog "
-    "stopped it",
+    "and 120; the host's default 5% spread (no --peak-spread); a trial past the budget reads "
+    "where the watchdog stopped it",
     "the suite's profiles with what an earlier model probe of the same program stored under a "
     "budget 5-30% larger or smaller (its answer and its fitted line, residual included; its own "
     "noise draws); the spread declared is the profile's noise",
@@ -260,8 +261,8 @@ static const char *const case_sources[BENCH_CASE_FAMILIES] = {
     "linear; per-sample memory allocated 8-128 samples at a time; an arena that doubles from a "
     "block of 1-16 samples' memory; a B x B term (a contrastive loss's similarity matrix) of "
     "20-200% of the linear term at the answer; memory growing as B^0.5-0.85. A true wander of "
-    "0.02-0.3% of the peak, the host's 5% spread declared; a trial past the budget reads where the "
-    "watchdog stopped it",
+    "0.02-0.3% of the peak, the host's default 5% spread (no --peak-spread); a trial past the "
+    "budget reads where the watchdog stopped it",
 };
 
 const char *bench_case_family_name(unsigned kind)
@@ -519,7 +520,9 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
     batchfit_options_init(&o);
     o.strategy = strategy;
     o.requested_max = bound;
-    o.peak_spread = c->declared;
+    /* A host probe with the user's defaults declares nothing: the host's
+     * spread is the device's default. */
+    o.peak_spread = c->host ? -1.0 : c->declared;
     o.cached_batch = c->cached_batch;
     o.cached_fit = c->cached_fit;
     o.cached_budget_bytes = c->cached_budget;
@@ -551,7 +554,7 @@ int bench_case_run(const bench_case *c, batchfit_strategy strategy, uint64_t bou
 }
 
 /* A case searched as a host probe with the user's defaults: host memory,
- * the host's 5% spread declared. */
+ * the host's 5% spread by default (no --peak-spread). */
 static void host_default(bench_case *c)
 {
     c->declared = 0.05;

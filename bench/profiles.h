@@ -56,7 +56,7 @@ uint64_t bench_profile_truth(const bench_profile *p, uint64_t budget, uint64_t b
 
 
 enum {
-    BENCH_DETERMINISTIC, /* default 5% spread declared, 0.02-0.3% true wander */
+    BENCH_DETERMINISTIC, /* the host's default 5% spread, 0.02-0.3% true wander */
     BENCH_REPLAYED,      /* measured PyTorch CPU runs, interpolated between sizes */
     BENCH_STALE_CACHE,   /* a remembered answer and curve from a budget 5-30% off */
     BENCH_FAR_ESTIMATE,  /* a first guess x0.3 to x3 off */
@@ -69,7 +69,7 @@ typedef struct bench_case {
     bench_profile profile; /* the curve, except where replayed */
     unsigned replay;       /* replayed: which measured table (0: default malloc, 1: mmap128k) */
     double wander;         /* the true relative trial-to-trial wander (uniform +-) */
-    double declared;       /* the spread the search is told */
+    double declared;       /* the spread the search is told (host: the device default, unset) */
     int host;              /* searched as host memory (the families under the host's 5%) */
     uint64_t budget;       /* bytes a trial may use */
     uint64_t cached_batch; /* stale cache: the remembered size, with cached_fit */

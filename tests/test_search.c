@@ -2965,6 +2965,55 @@ TEST(search_model_tries_the_prior_s_band_once)
     batchfit_ctx_free(ctx);
 }
 
+/* Under the host's default spread (the prior a user did not declare) a
+ * second size inside the prior's band is run where more than 2% of lo is
+ * left in it: a C program holding 40.5 MiB and a B x B buffer of 2 KiB
+ * (attention-like), under 1 GiB (972.8 MiB usable), reads 1, 21, 266 and
+ * 635 too far apart for a quiet triple, and too bent for their line: the
+ * prior stood, the one band trial (661) was refused, and the search
+ * stopped at 635 where 655 fits, 3% of the batch given away on a program
+ * whose re-runs differ by a tenth of a percent. The second band trial
+ * makes a triple near the threshold, which refutes the prior. */
+TEST(search_model_tries_the_default_prior_s_band_twice_on_the_host)
+{
+    for (unsigned salt = 0; salt < 3; salt++) {
+        curve_oracle c = killed_program(40.5, 2.0 / 1024.0, 0, 972.8, 0.001);
+        c.power = 2.0;
+        c.host = 1;
+        c.wander_salt = salt;
+        uint64_t bisect = 0;
+        batchfit_result *r = model_and_bisect(&c, 0.05, &bisect);
+        CHECK(r != NULL);
+        if (r) {
+            /* The wander's full band at bisection's answer, in sizes. */
+            double slope = 2.0 * c.per_sample * (double)bisect;
+            double band = 2.0 * c.wander * 880.0 * 1048576.0 / slope;
+            CHECK((double)r->batch_size + 1.0 + band >= (double)bisect);
+            CHECK(r->batch_size <= bisect + 1);
+            CHECK(r->trial_count <= 10);
+            CHECK(answer_was_run(r));
+        }
+        batchfit_result_free(r);
+    }
+}
+
+/* A smooth bend is fitted through the first reading above lo as well,
+ * where with it the points up to lo make SMOOTH_POINTS: a completed run
+ * refused near the threshold is a reading of the same curve, and the
+ * curve through the points below it must still foretell it. The B x B
+ * program under 200 MiB (190 MiB usable, threshold 171.9 MiB) from an
+ * estimate three times its answer read 19, 85, 181 and 245, then 266 over
+ * the threshold: four points up to lo made no bend, their line strayed
+ * from them by 15 MiB, and the search stopped at 245 where 259 fits. */
+TEST(search_model_a_bend_counts_the_reading_above_lo)
+{
+    curve_oracle c = killed_program(40.5, 2.0 / 1024.0, 0, 190.0, 0.001);
+    c.power = 2.0;
+    c.host = 1;
+    /* 259 reads 171.5 MiB, 260 172.5 MiB: the wander decides no size. */
+    first_guess_search(&c, 777, 259, 259, 10);
+}
+
 /* A noisy pool (a reviewer's C program: 115 MiB flat for the first 300
  * samples, 256 KiB a sample past them, a 2% wander per size; 144.4 MiB
  * usable under the host's 5%, threshold 130.65 MiB). The line fitted
