@@ -388,6 +388,10 @@ typedef struct batchfit_trial_process {
     char tail[2048];             /* the last lines of the child's output */
     uint64_t watchdog_overshoot_bytes; /* watchdog_stopped: how far past its threshold the
                                           sample that stopped it was */
+    unsigned left_running;       /* processes of the trial still running when its main
+                                    process exited (stopped then: the trial is its main
+                                    process); 0 if none */
+    char left_running_name[16];  /* the first of them's command name, "" if none */
 } batchfit_trial_process;
 
 /* One trial, as the trial log records it. */

@@ -736,6 +736,8 @@ typedef struct watch {
     uint64_t host_oom_start;
     int shmem_known;         /* without a cgroup: the host's lowest Shmem since the trial began */
     uint64_t shmem_low;
+    unsigned left_running;   /* the trial's processes still running when its main one exited */
+    char left_name[16];      /* the first of them's command name */
 } watch;
 
 uint64_t batchfit__scale_to_budget(uint64_t peak, uint64_t budget, uint64_t reference)
@@ -943,7 +945,16 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
             if (got == pid) {
                 w->done = 1;
                 /* The trial is its main process: whatever it left behind
-                 * goes now, so the pipes close and nothing is orphaned. */
+                 * goes now, so the pipes close and nothing is orphaned.
+                 * What still ran is counted first (one more walk finds the
+                 * orphans its exit handed to us): a command that leaves its
+                 * work to a process running on (`sh -c 'train &'`, a
+                 * daemon) is measured without that work, and every size
+                 * fits (see batchfit_trial_process.left_running). */
+                uint64_t unused;
+                (void)batchfit__proc_tree_rss(&r->tree, pid, &unused);
+                w->left_running =
+                    batchfit__proc_tree_running(&r->tree, pid, w->left_name, sizeof w->left_name);
                 stop_trial(r, pid);
                 drain_deadline = batchfit__now() + 1.0;
             }
@@ -1483,6 +1494,9 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     stop_trial(r, pid);
     reap_trial(r, pid, w.began ? w.began : ~0ULL, &w.reaped_hwm);
     classify(r, &w, o, trial);
+    trial->process.left_running = w.left_running;
+    batchfit__copy(trial->process.left_running_name, sizeof trial->process.left_running_name,
+                   w.left_name);
     kill_everything(r, pid);
     batchfit__guard_stop(&r->guard);
     batchfit__free(&r->ctx->allocator, o);

@@ -393,6 +393,11 @@ int batchfit__proc_hwm(long pid, uint64_t *bytes);
  * grow (the sum and the members so far are kept). */
 int batchfit__proc_tree_rss(batchfit__proc_tree *t, long root, uint64_t *rss_bytes);
 int batchfit__proc_alive(long pid, unsigned long long start);
+/* How many members of t other than root still run (neither gone nor
+ * zombies), after a walk from root (batchfit__proc_tree_rss); the first
+ * one's command name in name (len bytes, "" if none). */
+unsigned batchfit__proc_tree_running(const batchfit__proc_tree *t, long root, char *name,
+                                     size_t len);
 /* Whether pid has exited and waits to be reaped (a zombie): dead, though
  * kill(pid, 0) still finds it. */
 int batchfit__proc_exited(long pid);

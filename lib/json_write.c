@@ -229,6 +229,8 @@ static void write_trial(writer *w, const batchfit_result *r, size_t index)
         string(w, "oom_signature", d->oom_signature[0] ? d->oom_signature : NULL);
         u64_or_null(w, "watchdog_overshoot_bytes", d->watchdog_stopped,
                     d->watchdog_overshoot_bytes);
+        u64(w, "left_running", d->left_running);
+        string(w, "left_running_name", d->left_running_name[0] ? d->left_running_name : NULL);
     }
     if (r->gpu_count && r->gpu_peaks)
         write_trial_gpus(w, r, index);

@@ -31,6 +31,7 @@ typedef struct command_source {
     unsigned gpu_runners;
     batchfit__runner *gpu_runner[BATCHFIT_MAX_GPUS];
     batchfit_device *device;
+    int left_warned; /* a trial left processes running, and the probe said so */
 } command_source;
 
 void batchfit_command_options_init(batchfit_command_options *copts)
@@ -45,10 +46,34 @@ void batchfit_command_options_init(batchfit_command_options *copts)
     copts->cgroups = BATCHFIT_CGROUPS_AUTO;
 }
 
+/* The first trial whose main process exited with processes of its own
+ * still running says so: they were stopped then (a trial lasts as long as
+ * its main process), so work handed to a process that runs on was not
+ * measured, and such a command reads as fitting at every size. Once a
+ * probe: it is the command's habit, not the trial's. */
+static int warn_left_running(command_source *c, uint64_t batch, const batchfit_trial *t)
+{
+    const batchfit_trial_process *d = &t->process;
+    if (c->left_warned || !d->left_running)
+        return BATCHFIT_OK;
+    c->left_warned = 1;
+    return batchfit__result_warn(
+        c->result_ctx, c->result,
+        "at batch size %llu the command's main process exited with %u process%s of its own "
+        "still running (%s%s), and %s stopped then: a trial lasts as long as its main process, "
+        "so work left to a process that runs on (a command ending in '&', a daemon) is not "
+        "measured; run that work in the foreground",
+        (unsigned long long)batch, d->left_running, d->left_running == 1 ? "" : "es",
+        d->left_running_name[0] ? d->left_running_name : "?",
+        d->left_running > 1 ? " and others" : "", d->left_running == 1 ? "it was" : "they were");
+}
+
 static int command_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
 {
     command_source *c = userdata;
     int rc = batchfit__runner_trial(c->runner, batch, trial);
+    if (rc == BATCHFIT_OK)
+        rc = warn_left_running(c, batch, trial);
     /* Each GPU's peak goes beside the trial the search records next. */
     unsigned count = 0;
     const batchfit_gpu_peak *peaks = batchfit__runner_gpu_peaks(c->runner, &count);
@@ -227,6 +252,8 @@ static int command_round(void *userdata, const uint64_t *batches, size_t count,
     size_t first = c->result->trial_count;
     for (size_t j = 0; j < count; j++) {
         trials[j] = reports[j].trial;
+        if (warn_left_running(c, batches[j], &trials[j]) != BATCHFIT_OK)
+            return BATCHFIT_E_NO_MEMORY;
         /* Against the search's budget (the tightest GPU's): scaled from
          * this GPU's own, as a trial on several GPUs is. */
         if (trials[j].peak_known)

@@ -557,6 +557,35 @@ int batchfit__proc_alive(long pid, unsigned long long start)
     return batchfit__proc_start(pid, &st) == 0 && st == start;
 }
 
+unsigned batchfit__proc_tree_running(const batchfit__proc_tree *t, long root, char *name,
+                                     size_t len)
+{
+    unsigned running = 0;
+    if (len)
+        name[0] = '\0';
+    for (unsigned i = 0; i < t->count; i++) {
+        const batchfit__proc_member *m = &t->member[i];
+        char text[32], state = 'X';
+        long ppid, rss;
+        unsigned long long start;
+        snprintf(text, sizeof text, "%ld", m->pid);
+        if (m->pid == root || read_stat(text, &ppid, &start, &rss, &state, NULL) != 0 ||
+            start != m->start || state == 'Z' || state == 'X')
+            continue;
+        if (!running++ && len) {
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%ld/comm", m->pid);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            ssize_t n = fd >= 0 ? read(fd, name, len - 1) : -1;
+            if (fd >= 0)
+                close(fd);
+            name[n > 0 ? n : 0] = '\0';
+            name[strcspn(name, "\n")] = '\0';
+        }
+    }
+    return running;
+}
+
 int batchfit__proc_exited(long pid)
 {
     char text[32], state = 0;

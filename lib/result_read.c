@@ -235,6 +235,11 @@ static void read_trial(reader *r, const jt_value *t)
         get_u64(r, t, "device_free_drop_bytes", &d->device_free_drop_bytes,
                 &d->device_free_drop_known);
         copy_string(r, t, "oom_signature", d->oom_signature, sizeof d->oom_signature);
+        value = 0;
+        if (get_u64(r, t, "left_running", &value, NULL) == BATCHFIT_OK)
+            d->left_running = value > UINT_MAX ? UINT_MAX : (unsigned)value;
+        copy_string(r, t, "left_running_name", d->left_running_name,
+                    sizeof d->left_running_name);
     }
     /* Trials across ranks: which rank ran it. */
     uint64_t rank = 0;

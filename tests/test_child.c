@@ -9,15 +9,21 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+/* Runner options with a cgroup (cg 1) or without (0). */
+static batchfit__runner_options with_cgroup(int cg)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
+    return o;
+}
+
 TEST(child_exit_zero_fits_with_a_measured_peak)
 {
     for (int cg = 0; cg < 2; cg++) {
-        batchfit__runner_options o;
-        batchfit__runner_options_init(&o);
-        o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
+        batchfit__runner_options o = with_cgroup(cg);
         const char *argv[] = {tool(), "alloc", "40", NULL};
         batchfit_trial t;
-        
         CHECK_EQ(trial(&o, argv, 3, &t), BATCHFIT_OK);
         CHECK_EQ(t.outcome, BATCHFIT_FITS);
         CHECK_EQ(t.batch, 3);
@@ -27,8 +33,34 @@ TEST(child_exit_zero_fits_with_a_measured_peak)
         CHECK_EQ(t.process.exited, 1);
         CHECK_EQ(t.process.exit_code, 0);
         CHECK(t.seconds >= 0.1);
+        CHECK_EQ(t.process.left_running, 0u);
+        CHECK_STR(t.process.left_running_name, "");
         if (!cg)
             CHECK_STR(t.process.peak_source, "rusage+sampling");
+    }
+}
+
+/* A command that leaves its work to processes running on (`sh -c 'work
+ * &'`, a daemon): its main process exits at once, and the trial with it.
+ * What still ran then is counted and named (the probe warns of it: the
+ * work was not measured), and stopped. A finished orphan (a zombie handed
+ * to us) is not running: see child_an_orphan_s_spike_between_samples_counts. */
+TEST(child_processes_left_running_are_counted_and_stopped)
+{
+    for (int cg = 0; cg < 2; cg++) {
+        batchfit__runner_options o = with_cgroup(cg);
+        const char *argv[] = {tool(), "leave", "2", NULL};
+        batchfit_trial t;
+        CHECK_EQ(trial(&o, argv, 3, &t), BATCHFIT_OK);
+        CHECK_EQ(t.outcome, BATCHFIT_FITS);
+        CHECK_EQ(t.process.exit_code, 0);
+        CHECK_EQ(t.process.left_running, 2u);
+        CHECK_STR(t.process.left_running_name, "left-worker");
+        CHECK(t.seconds < 10.0);
+        /* The last one's pid, as it printed it: gone. */
+        long left = strtol(t.process.tail, NULL, 10);
+        CHECK(left > 1);
+        CHECK(kill((pid_t)left, 0) != 0 && errno == ESRCH);
     }
 }
 
@@ -41,9 +73,7 @@ TEST(child_exit_zero_fits_with_a_measured_peak)
 TEST(child_an_orphan_s_spike_between_samples_counts)
 {
     for (int cg = 0; cg < 2; cg++) {
-        batchfit__runner_options o;
-        batchfit__runner_options_init(&o);
-        o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
+        batchfit__runner_options o = with_cgroup(cg);
         o.sample_interval = 1.0;
         const char *argv[] = {tool(), "orphan-spike", "96", NULL};
         batchfit_trial t;
@@ -52,6 +82,7 @@ TEST(child_an_orphan_s_spike_between_samples_counts)
         CHECK(t.peak_known);
         CHECK(t.peak_bytes >= (UINT64_C(96) << 20));
         CHECK(t.peak_bytes < (UINT64_C(120) << 20));
+        CHECK_EQ(t.process.left_running, 0u);
     }
 }
 
@@ -251,9 +282,7 @@ TEST(child_leaves_no_grandchildren)
     for (int cg = 0; cg < 2; cg++) {
         char pidfile[256];
         tmp_path(pidfile, sizeof pidfile, "grandchildren");
-        batchfit__runner_options o;
-        batchfit__runner_options_init(&o);
-        o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
+        batchfit__runner_options o = with_cgroup(cg);
         const char *argv[] = {tool(), "grandchildren", "4", pidfile, NULL};
         batchfit_trial t;
         CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
@@ -281,9 +310,7 @@ TEST(child_flooding_output_is_read_to_the_end)
 TEST(child_watchdog_stops_a_trial_over_the_budget)
 {
     for (int cg = 0; cg < 2; cg++) {
-        batchfit__runner_options o;
-        batchfit__runner_options_init(&o);
-        o.cgroups = cg ? BATCHFIT_CGROUPS_AUTO : BATCHFIT_CGROUPS_OFF;
+        batchfit__runner_options o = with_cgroup(cg);
         o.budget_bytes = UINT64_C(50) << 20;
         const char *argv[] = {tool(), "alloc", "400", NULL};
         batchfit_trial t;

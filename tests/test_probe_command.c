@@ -80,6 +80,55 @@ TEST(probe_command_finds_the_largest_size_in_the_library)
     batchfit_ctx_free(ctx);
 }
 
+/* A probe of argv on the host under budget, sizes up to 64. */
+static batchfit_device *command_setup(batchfit_ctx *ctx, batchfit_options *o, uint64_t budget,
+                                      batchfit_command_options *c, const char **argv)
+{
+    batchfit_device *host = test_host(ctx, o, budget);
+    o->requested_max = 64;
+    batchfit_command_options_init(c);
+    c->argv = argv;
+    return host;
+}
+
+/* A command that hands its work to a process running on reads as fitting
+ * at every size (the trial ends with its main process); the probe says
+ * once, naming what was left running, and each trial's JSON counts it. */
+TEST(probe_command_warns_of_work_left_running)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_options o;
+    batchfit_command_options c;
+    const char *argv[] = {tool(), "leave", "1", "{batch}", NULL};
+    batchfit_device *host = command_setup(ctx, &o, UINT64_C(96) << 20, &c, argv);
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe_command(ctx, &o, host, &c, &r), BATCHFIT_OK);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(r->trial_count >= 2);
+        /* Once, at the first trial. */
+        char first[64];
+        snprintf(first, sizeof first, "at batch size %llu the command's",
+                 (unsigned long long)r->trials[0].batch);
+        size_t said = 0;
+        for (size_t i = 0; i < r->warning_count; i++)
+            if (strstr(r->warnings[i], "main process exited with 1 process of its own still "
+                                       "running (left-worker), and it was stopped then")) {
+                said++;
+                CHECK_CONTAINS(r->warnings[i], first);
+            }
+        CHECK_EQ(said, 1u);
+        for (size_t i = 0; i < r->trial_count; i++)
+            CHECK_EQ(r->trials[i].process.left_running, 1u);
+        const char *json = NULL;
+        CHECK_EQ(batchfit_result_json(ctx, r, &json), BATCHFIT_OK);
+        CHECK_CONTAINS(json, "\"left_running\": 1,\n      \"left_running_name\": \"left-worker\"");
+    }
+    batchfit_result_free(r);
+    batchfit_device_free(host);
+    batchfit_ctx_free(ctx);
+}
+
 /* Bad input is refused before anything runs, with the input named. */
 TEST(probe_command_rejects_bad_input_before_running)
 {
@@ -135,13 +184,10 @@ TEST(probe_command_trial_that_did_not_run_is_an_error)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_options o;
-    batchfit_device *host = test_host(ctx, &o, UINT64_C(1) << 30);
-    o.requested_max = 64;
     batchfit_command_options c;
-    batchfit_command_options_init(&c);
-    c.cgroups = BATCHFIT_CGROUPS_OFF;
     const char *argv[] = {"/bin/false", NULL};
-    c.argv = argv;
+    batchfit_device *host = command_setup(ctx, &o, UINT64_C(1) << 30, &c, argv);
+    c.cgroups = BATCHFIT_CGROUPS_OFF;
     /* Fill every descriptor the limit allows but one: /proc can still be
      * read one file at a time, but a pipe (two) cannot be made. */
     struct rlimit saved;

@@ -8,6 +8,9 @@
  *   grandchildren N PIDFILE      fork N sleeping grandchildren (half in new sessions),
  *                                write their pids, exit 0
  *   flood MIB                    write MIB MiB of text to stdout, exit 0
+ *   leave N                      fork N children named "left-worker" that sleep until
+ *                                killed, wait until each has its name, print the last
+ *                                one's pid and exit 0 (work left to processes that run on)
  *   alloc MIB [kill]             allocate and touch MIB MiB, hold it 100 ms, exit 0 (or
  *                                hold it 1 s and die by SIGKILL: a killed process leaves
  *                                no high-water mark to read, only the samples taken
@@ -65,6 +68,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -320,6 +324,34 @@ int main(int argc, char **argv)
         }
         waitpid(child, NULL, 0);
         sleep_ms(300);
+        return 0;
+    }
+    if (strcmp(mode, "leave") == 0 && argc > 2) {
+        long n = atol(argv[2]);
+        pid_t last = 0;
+        for (long i = 0; i < n; i++) {
+            int ready[2];
+            if (pipe(ready) != 0)
+                return 1;
+            last = fork();
+            if (last < 0)
+                return 1;
+            if (last == 0) {
+                close(ready[0]);
+                prctl(PR_SET_NAME, "left-worker", 0, 0, 0);
+                if (write(ready[1], "1", 1) != 1)
+                    _exit(1);
+                close(ready[1]);
+                for (;;)
+                    pause();
+            }
+            close(ready[1]);
+            char byte;
+            if (read(ready[0], &byte, 1) != 1)
+                return 1;
+            close(ready[0]);
+        }
+        printf("%ld\n", (long)last);
         return 0;
     }
     if (strcmp(mode, "flood") == 0 && argc > 2) {
