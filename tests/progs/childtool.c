@@ -8,6 +8,9 @@
  *   grandchildren N PIDFILE      fork N sleeping grandchildren (half in new sessions),
  *                                write their pids, exit 0
  *   flood MIB                    write MIB MiB of text to stdout, exit 0
+ *   orphan-zombie                fork a child that forks a grandchild and exits; the
+ *                                grandchild exits at once (orphaned: a zombie until its
+ *                                new parent reaps it); exit 0 once /proc shows it a zombie
  *   leave N                      fork N children named "left-worker" that sleep until
  *                                killed, wait until each has its name, print the last
  *                                one's pid and exit 0 (work left to processes that run on)
@@ -324,6 +327,44 @@ int main(int argc, char **argv)
         }
         waitpid(child, NULL, 0);
         sleep_ms(300);
+        return 0;
+    }
+    if (strcmp(mode, "orphan-zombie") == 0) {
+        int p[2];
+        if (pipe(p) != 0)
+            return 1;
+        pid_t child = fork();
+        if (child < 0)
+            return 1;
+        if (child == 0) {
+            pid_t grandchild = fork();
+            if (grandchild == 0)
+                _exit(0);
+            if (write(p[1], &grandchild, sizeof grandchild) != (ssize_t)sizeof grandchild)
+                _exit(1);
+            _exit(0);
+        }
+        pid_t grandchild = 0;
+        if (read(p[0], &grandchild, sizeof grandchild) != (ssize_t)sizeof grandchild)
+            return 1;
+        waitpid(child, NULL, 0);
+        /* Its new parent (a subreaper, or init, which reaps at once) has
+         * it: wait until it is a zombie or gone. */
+        char path[64], stat[256];
+        snprintf(path, sizeof path, "/proc/%ld/stat", (long)grandchild);
+        for (;;) {
+            FILE *f = fopen(path, "r");
+            if (!f)
+                break;
+            size_t n = fread(stat, 1, sizeof stat - 1, f);
+            fclose(f);
+            stat[n] = '\0';
+            const char *end = strrchr(stat, ')');
+            if (end && end[1] == ' ' && end[2] == 'Z')
+                break;
+            sleep_ms(1);
+        }
+        printf("%ld\n", (long)grandchild);
         return 0;
     }
     if (strcmp(mode, "leave") == 0 && argc > 2) {
