@@ -3135,3 +3135,34 @@ TEST(search_model_a_creeping_chord_stops_at_the_estimate_from_lo)
     CHECK(answer_was_run(r));
     batchfit_result_free(r);
 }
+
+/* A first guess under the answer on a deterministic line (9.04 GiB + 63.5
+ * MiB a sample under 89.3 GiB and the host's 5%: threshold 82734 MiB, the
+ * crossing at 1157, a 0.2% wander) makes every early fit a creep (737,
+ * 1050, 1087, 1145: none doubles lo); after three, galloping's bound ran
+ * twice the last step (1261, refused) before the model's own next size
+ * near the crossing, and then a coin toss or two: 6-7 trials in 6 draws of
+ * 40. Quiet points whose next size lies within 1% of lo (or three sizes)
+ * run it instead, up to twice. */
+TEST(search_model_quiet_points_run_their_next_size_past_the_creep_bound)
+{
+    for (unsigned salt = 0; salt < 40; salt++) {
+        curve_oracle c = killed_program(9257.0, 63.5, 0, 89.30 * 1024.0, 0.002);
+        c.host = 1;
+        c.wander_salt = salt;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        guessed_search(ctx, &c, 737, &r);
+        CHECK(r != NULL);
+        if (r) {
+            CHECK(r->trial_count <= 5);
+            CHECK_EQ(r->oom_trials, 0u);
+            /* The crossing less the wander's band (0.4% of 82734 MiB, five
+             * sizes) and a coin toss's stop a size or three below it. */
+            CHECK(r->batch_size >= 1149 && r->batch_size <= 1158);
+            CHECK(answer_was_run(r));
+        }
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
+}
