@@ -240,6 +240,7 @@ static const char *const case_names[BENCH_CASE_FAMILIES] = {
     "stale cache",
     "far-off estimate",
     "shaped curves under the default spread",
+    "far-off estimate on the host",
 };
 
 static const char *const case_sources[BENCH_CASE_FAMILIES] = {
@@ -263,6 +264,9 @@ static const char *const case_sources[BENCH_CASE_FAMILIES] = {
     "20-200% of the linear term at the answer; memory growing as B^0.5-0.85. A true wander of "
     "0.02-0.3% of the peak, the host's default 5% spread (no --peak-spread); a trial past the "
     "budget reads where the watchdog stopped it",
+    "the deterministic family's cases (the host's default 5% spread, a true wander of 0.02-0.3%, "
+    "a trial past the budget read where the watchdog stopped it) with a first guess 0.3x to 3x "
+    "the answer (log-uniform): an estimate on the host, as a user gives it",
 };
 
 const char *bench_case_family_name(unsigned kind)
@@ -561,6 +565,15 @@ static void host_default(bench_case *c)
     c->host = 1;
 }
 
+/* A first guess 0.3x to 3x the case's answer (log-uniform). */
+static void first_guess_off(bench_case *c, uint64_t *s)
+{
+    uint64_t answer = bench_case_exact(c, 65536);
+    double factor = exp(between(s, log(0.3), log(3.0)));
+    double guess = factor * (double)(answer ? answer : 1);
+    c->first_guess = guess < 1.0 ? 1 : (uint64_t)guess;
+}
+
 void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c)
 {
     *c = (bench_case){0};
@@ -628,7 +641,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         }
         return;
     }
-    if (kind == BENCH_DETERMINISTIC) {
+    if (kind == BENCH_DETERMINISTIC || kind == BENCH_FAR_ESTIMATE_HOST) {
         c->wander = between(&s, 0.0002, 0.003);
         host_default(c);
         /* The minimum must pass the 5% threshold: a profile where it does
@@ -639,6 +652,8 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
                                &c->profile);
             c->budget = budget_of(&c->profile);
         }
+        if (kind == BENCH_FAR_ESTIMATE_HOST)
+            first_guess_off(c, &s);
         return;
     }
     if (kind == BENCH_STALE_CACHE) {
@@ -660,10 +675,7 @@ void bench_case_make(uint64_t seed, unsigned kind, unsigned index, bench_case *c
         }
         return;
     }
-    uint64_t answer = bench_case_exact(c, 65536);
-    double factor = exp(between(&s, log(0.3), log(3.0)));
-    double guess = factor * (double)(answer ? answer : 1);
-    c->first_guess = guess < 1.0 ? 1 : (uint64_t)guess;
+    first_guess_off(c, &s);
 }
 
 unsigned long long bench_json_result_number(const char *json, const char *key)

@@ -61,6 +61,7 @@ enum {
     BENCH_STALE_CACHE,   /* a remembered answer and curve from a budget 5-30% off */
     BENCH_FAR_ESTIMATE,  /* a first guess x0.3 to x3 off */
     BENCH_SHAPED,        /* curves a line does not fit, under the default 5% spread */
+    BENCH_FAR_ESTIMATE_HOST, /* a first guess x0.3 to x3 off, on the deterministic family */
     BENCH_CASE_FAMILIES
 };
 
