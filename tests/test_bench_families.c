@@ -64,6 +64,25 @@ static void run_family(unsigned family, family_figures *f)
     run_family_cases(20261129, family, CASES, f);
 }
 
+/* make bench's 100 cases of a family on each of its three seeds: the worst
+ * of each figure among them. */
+static void run_family_every_seed(unsigned family, family_figures *worst)
+{
+    const uint64_t seeds[] = {20261129, 7, 12345};
+    for (unsigned k = 0; k < 3; k++) {
+        family_figures f;
+        run_family_cases(seeds[k], family, MAX_CASES, &f);
+        if (k == 0 || f.trials_middle_sum > worst->trials_middle_sum)
+            worst->trials_middle_sum = f.trials_middle_sum;
+        if (k == 0 || f.trials_p95 > worst->trials_p95)
+            worst->trials_p95 = f.trials_p95;
+        if (k == 0 || f.oom_median > worst->oom_median)
+            worst->oom_median = f.oom_median;
+        if (k == 0 || f.ratio_mean < worst->ratio_mean)
+            worst->ratio_mean = f.ratio_mean;
+    }
+}
+
 /* The bracket phase finds the boundary bisection finds: on this subset the
  * mean ratio is 0.997 (0.994-0.996 on make bench's 100 cases and three
  * seeds; the issue's 0.995), in a median of 4 trials (the issue's target;
@@ -87,12 +106,9 @@ TEST(bench_families_deterministic_close_to_bisection)
  * threshold, and a fifth found the size below; see relative_scatter). */
 TEST(bench_families_deterministic_median_on_every_seed)
 {
-    const uint64_t seeds[] = {20261129, 7, 12345};
-    for (unsigned k = 0; k < 3; k++) {
-        family_figures f;
-        run_family_cases(seeds[k], BENCH_DETERMINISTIC, 100, &f);
-        CHECK(f.trials_middle_sum <= 8);
-    }
+    family_figures worst;
+    run_family_every_seed(BENCH_DETERMINISTIC, &worst);
+    CHECK(worst.trials_middle_sum <= 8);
 }
 
 TEST(bench_families_replayed_pytorch_safe_without_oom)
@@ -105,16 +121,24 @@ TEST(bench_families_replayed_pytorch_safe_without_oom)
     CHECK(f.trials_p95 <= 8);
 }
 
+/* The issue's targets where the search starts from a remembered answer or
+ * a first guess, besides the median: at most 1 OOM trial in the median, p95
+ * at most p95, and a mean ratio of at least 0.99. */
+static void check_guess_targets(const family_figures *f, unsigned p95)
+{
+    CHECK(f->oom_median <= 1);
+    CHECK(f->trials_p95 <= p95);
+    CHECK(f->ratio_mean >= 0.99);
+}
+
+/* The remembered curve is what an earlier probe stored (a line fitted
+ * through its draws and jumps); p95 5-6 on make bench's 100 cases. */
 TEST(bench_families_stale_cache_targets)
 {
     family_figures f;
     run_family(BENCH_STALE_CACHE, &f);
     CHECK(f.trials_median <= 4);
-    CHECK(f.oom_median <= 1);
-    /* The remembered curve is what an earlier probe stored (a line fitted
-     * through its draws and jumps); 5-6 on make bench's 100 cases. */
-    CHECK(f.trials_p95 <= 6);
-    CHECK(f.ratio_mean >= 0.99);
+    check_guess_targets(&f, 6);
 }
 
 TEST(bench_families_far_estimate_targets)
@@ -122,9 +146,7 @@ TEST(bench_families_far_estimate_targets)
     family_figures f;
     run_family(BENCH_FAR_ESTIMATE, &f);
     CHECK(f.trials_median <= 4);
-    CHECK(f.oom_median <= 1);
-    CHECK(f.trials_p95 <= 6);
-    CHECK(f.ratio_mean >= 0.99);
+    check_guess_targets(&f, 6);
 }
 
 /* The same estimates on the host, as a user gives one there: failures read
@@ -134,15 +156,10 @@ TEST(bench_families_far_estimate_targets)
  * p95 6.05-7, over the issue's 6 (the README says why). */
 TEST(bench_families_far_estimate_on_the_host_targets)
 {
-    const uint64_t seeds[] = {20261129, 7, 12345};
-    for (unsigned k = 0; k < 3; k++) {
-        family_figures f;
-        run_family_cases(seeds[k], BENCH_FAR_ESTIMATE_HOST, 100, &f);
-        CHECK(f.trials_middle_sum <= 8);
-        CHECK(f.oom_median <= 1);
-        CHECK(f.trials_p95 <= 7);
-        CHECK(f.ratio_mean >= 0.99);
-    }
+    family_figures worst;
+    run_family_every_seed(BENCH_FAR_ESTIMATE_HOST, &worst);
+    CHECK(worst.trials_middle_sum <= 8);
+    check_guess_targets(&worst, 7);
 }
 
 /* A trial past the budget reads as a child process's does: on the host the
