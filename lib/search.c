@@ -37,6 +37,10 @@
  * (a share of lo, or a number of sizes) run it instead of the gallop, at
  * most CREEP_PASSES times (see propose). */
 #define CREEP_PASS_AT_MOST 0.01
+/* Points with no resolvable rise that all lie within this share under lo
+ * run the smallest size next, a far end for their line (see
+ * propose_slope_unknown). */
+#define ANCHOR_SPAN 0.02
 #define CREEP_PASS_SIZES 3
 #define CREEP_PASSES 2
 
@@ -141,6 +145,8 @@ typedef struct search {
     int64_t bend_next;  /* the size the model proposed along a smooth bend (-1: none) */
     int bend_used;      /* and a size so proposed was run (see inside_wide_band) */
     int64_t band_next;  /* the size proposed inside a band only the prior makes (-1: none) */
+    int64_t anchor_next; /* a size proposed below lo, to give the line a second end (-1: none) */
+    int anchor_ran;     /* the last trial was that size: lo stood still on purpose */
     int band_used;      /* and how many sizes so proposed were run (see inside_wide_band) */
 } search;
 
@@ -334,6 +340,8 @@ static int record_trial(search *s, int64_t i, batchfit_trial *tp, int move)
     if (i == s->band_next)
         s->band_used++;
     s->band_next = -1;
+    s->anchor_ran = i == s->anchor_next;
+    s->anchor_next = -1;
     if (!move) {
     } else if (t.accepted) {
         if (i > s->lo)
@@ -365,6 +373,20 @@ static int call_oracle(search *s, int64_t i, batchfit_trial *t)
 static int minimum_first(const search *s, int64_t i)
 {
     return i == 0 && s->lo < 0;
+}
+
+/* The smallest size as a far end for the line (see propose_slope_unknown):
+ * 0 where it ran already (a cold first reading dropped is no reason to run
+ * it again), else its index, marked so that its fit is no miss. */
+static int anchor_at_minimum(search *s, int64_t *next)
+{
+    uint64_t smallest = batchfit__lattice_value(&s->lattice, 0);
+    for (size_t t = 0; t < s->result->trial_count; t++)
+        if (s->result->trials[t].batch == smallest)
+            return 0;
+    s->anchor_next = 0;
+    *next = 0;
+    return 1;
 }
 
 /* Whether a judged trial at index i is the minimum's first reading, too
@@ -1059,6 +1081,19 @@ static int propose_slope_unknown(search *s, const double *x, const double *y, un
         *next = clamp_inside(s, c);
         return 0;
     }
+    /* Every point lies within ANCHOR_SPAN under lo (a first guess near the
+     * answer, and sizes next to it): their rise is lost in the band, and
+     * widening from them leapt past the answer threefold and came down by
+     * halves, four out of memory. The smallest size is cheap and gives the
+     * line a second end far below (see the one-point rule in
+     * propose_from_line). Not points further apart: along a curve the line
+     * from the smallest size is a chord, and a B x B program's guess at 240
+     * and 257 (rising 16.5 MiB under a 17 MiB band) ran 1, then 321 out of
+     * memory, where the creep from them stopped at 258 in three trials. */
+    if (s->spread > 0.0 && s->lo > 0 &&
+        x[0] > (1.0 - ANCHOR_SPAN) * (double)batchfit__lattice_value(&s->lattice, (uint64_t)s->lo) &&
+        anchor_at_minimum(s, next))
+        return 0;
     double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
     double grown = top_y + noise - base;
     if (!(grown > 0.0)) {
@@ -2486,6 +2521,18 @@ static int propose_from_line(search *s, const view *v, int64_t *next)
         double remembered = remembered_slope(s);
         if (remembered > grown / top_x)
             target = crossing(s, top_x, top_y + g, remembered);
+        /* The point lies inside the band the declared spread leaves under
+         * the threshold (a first guess close under the answer): along any
+         * slope the aim is behind it, and the sizes just above it rise by
+         * less than that band, which no line can resolve. The smallest
+         * size gives the line a second end, far below. Without it a first
+         * guess at 95% of the answer ran the next two sizes, read no rise
+         * between them, widened to three times the guess, and came down
+         * by halves: 10 trials, 4 out of memory (test
+         * search_model_a_guess_inside_the_band_takes_the_minimum_next). */
+        if (s->spread > 0.0 && !(remembered > 0.0) && s->lo > 0 &&
+            index_floor_of(s, target) <= s->lo && anchor_at_minimum(s, next))
+            return 0;
         *next = clamp_inside(s, index_floor_of(s, target));
         return 0;
     }
@@ -2787,6 +2834,7 @@ static void search_init(search *s, batchfit_ctx *ctx, const batchfit_options *op
     s->hi = (int64_t)s->lattice.count;
     s->bend_next = -1;
     s->band_next = -1;
+    s->anchor_next = -1;
     s->budget_known = result->budget.known && result->budget.budget_bytes > 0;
     s->budget = (double)result->budget.budget_bytes;
     s->spread = result->budget.peak_spread > 0 ? result->budget.peak_spread : 0.0;
@@ -2802,7 +2850,9 @@ static void search_init(search *s, batchfit_ctx *ctx, const batchfit_options *op
 static void after_moves(search *s, int64_t before_lo, int64_t before_hi)
 {
     uint64_t width_before = span(before_lo, before_hi);
-    s->misses = s->lo == before_lo ? s->misses + 1 : 0;
+    /* A size run below lo on purpose is no miss. */
+    if (!s->anchor_ran)
+        s->misses = s->lo == before_lo ? s->misses + 1 : 0;
     /* Before the first rejection, a fit that did not double the size
      * is a creep toward a boundary the model cannot place. */
     if (s->hi == (int64_t)s->lattice.count && before_lo >= 0) {
