@@ -1583,6 +1583,28 @@ static int propose_bracket(search *s, const double *x, const double *y, unsigned
         for (unsigned k = (unsigned)il; !(along > 0.0) && k-- > 0;)
             if (yl - y[k] > resolvable)
                 along = (yl - y[k]) / (xl - x[k]);
+        /* lo the only reading up to it: on a line with an intercept of at
+         * least the baseline (0 without one), the slope is at most all
+         * that lo holds above it, taken as growing with the batch, so the
+         * crossing lies no nearer than where that steepest line crosses
+         * T. A first guess twice its answer, then half of it 0.6% under
+         * T: the bracket's middle (255, 212, 191) ran out of memory three
+         * times before 171, the size that steepest line gives. So too
+         * where the reading before lo rose to it by at least half what
+         * that line makes (a rise the band hides, yet memory that grows:
+         * 5552, then 5754 1% under T, and the middle ran 8429 and 7091 out
+         * of memory); not after a flatter pair (a pool's flat run, where
+         * the steepest line would creep a tenth a trial and the geometric
+         * middle crosses it: taken there too, twice a search, it cost the
+         * shaped family's pools and staircases up to three trials). Under a
+         * declared spread only: without one (a GPU's exact readings) the
+         * middle stands. */
+        if (!(along > 0.0) && s->spread > 0.0) {
+            double base = s->result->baseline_known ? (double)s->result->baseline_bytes : 0.0;
+            double steepest = yl > base ? (yl - base) / xl : 0.0;
+            if (il == 0 || yl - y[il - 1] >= 0.5 * steepest * (xl - x[il - 1]))
+                along = steepest;
+        }
         if (along > 0.0) {
             i = index_floor_of(s, xl + (T - yl) / along);
             /* Not past where the points' curvature takes them over. */

@@ -3191,3 +3191,36 @@ TEST(search_model_a_guess_inside_the_band_takes_the_minimum_next)
      * sizes) and a coin toss's stop below it. */
     guessed_host_line(6103.0, 5.06, 62259.0, 9403, 20, 9850, 9950, 7);
 }
+
+/* A first guess twice the answer on the host (340 where 30 GiB + 232 MiB a
+ * sample under 76 GiB and the host's 5% fits 171; a 0.2% wander), stopped
+ * by the watchdog; half of it, 170, fits 0.4% under the threshold. With no
+ * slope among the points up to lo the bracket's middle ran 255, 212 and
+ * 191 out of memory before 171, six trials in every draw. lo's steepest
+ * line (all it holds growing with the batch) gives 171 at once. */
+TEST(search_model_a_stopped_bracket_goes_along_lo_s_steepest_line)
+{
+    unsigned trials = 0, ooms = 0;
+    for (unsigned salt = 0; salt < 20; salt++) {
+        curve_oracle c = killed_program(30720.0, 232.1, 0, 77824.0, 0.002);
+        c.host = 1;
+        c.wander_salt = salt;
+        batchfit_ctx *ctx = test_ctx(NULL);
+        batchfit_result *r = NULL;
+        guessed_search(ctx, &c, 340, &r);
+        CHECK(r != NULL);
+        if (r) {
+            /* floor((77824 * 0.95 / 1.05 - 30720) / 232.1) = 171 */
+            CHECK(r->batch_size >= 170 && r->batch_size <= 171);
+            CHECK(r->trial_count <= 6);
+            trials += (unsigned)r->trial_count;
+            ooms += r->oom_trials;
+        }
+        batchfit_result_free(r);
+        batchfit_ctx_free(ctx);
+    }
+    /* 120 trials and 60 out of memory before; 84 and 36 now (a size next
+     * to lo reads its rise inside the wander, and then the middle runs). */
+    CHECK(trials <= 90);
+    CHECK(ooms <= 40);
+}
