@@ -3224,3 +3224,35 @@ TEST(search_model_a_stopped_bracket_goes_along_lo_s_steepest_line)
     CHECK(trials <= 90);
     CHECK(ooms <= 40);
 }
+
+/* A first trial that reads high for reasons the batch has no part in (a
+ * first run's compilation, caches it fills: 20 MiB more here, 40 MiB + 300
+ * KiB a sample under 190 MiB and the host's 5%, threshold 171.9 MiB, 439
+ * fits) and lands between the threshold and the budget: a first guess of
+ * 420 read 186 MiB, too close, and closed the bracket there; the search
+ * answered 400-odd under the user's own guess, and with the cache each
+ * probe remembered less (514, 484, 462, 461 on a reviewer's program). The
+ * first trial of a probe too close to the budget runs once more, as the
+ * minimum's first reading does; the second reading decides. */
+TEST(search_model_a_cold_first_guess_too_close_runs_again)
+{
+    curve_oracle c = killed_program(40.0, 0.3, 0, 190.0, 0.0005);
+    c.host = 1;
+    c.cold_start = 20.0 * 1048576.0;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_result *r = NULL;
+    guessed_search(ctx, &c, 420, &r);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ(r->trials[0].outcome, BATCHFIT_FITS);
+        CHECK(!r->trials[0].accepted);
+        CHECK_EQ(r->trials[1].batch, 420u);
+        CHECK(r->trials[1].accepted);
+        /* floor((190 * 0.95 / 1.05 - 40) / 0.3) = 439, within the wander */
+        CHECK(r->batch_size >= 437 && r->batch_size <= 440);
+        CHECK(r->trial_count <= 6);
+        CHECK(answer_was_run(r));
+    }
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
