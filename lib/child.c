@@ -951,10 +951,15 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
                  * work to a process running on (`sh -c 'train &'`, a
                  * daemon) is measured without that work, and every size
                  * fits (see batchfit_trial_process.left_running). */
-                uint64_t unused;
-                (void)batchfit__proc_tree_rss(&r->tree, pid, &unused);
-                w->left_running =
-                    batchfit__proc_tree_running(&r->tree, pid, w->left_name, sizeof w->left_name);
+                /* Only where it exited on its own: after the watchdog, a
+                 * timeout or an interrupt stopped the group, a killed
+                 * process still shows in /proc while it frees its memory. */
+                if (!w->watchdog_stopped && !w->timed_out && !w->interrupted && !w->failed) {
+                    uint64_t unused;
+                    (void)batchfit__proc_tree_rss(&r->tree, pid, &unused);
+                    w->left_running = batchfit__proc_tree_running(&r->tree, pid, w->left_name,
+                                                                  sizeof w->left_name);
+                }
                 stop_trial(r, pid);
                 drain_deadline = batchfit__now() + 1.0;
             }

@@ -319,6 +319,11 @@ static int keeps_remembered_fit(const batchfit_options *opts, const batchfit_res
     unsigned explained = 0;
     for (size_t i = 0; i < result->trial_count; i++) {
         const batchfit_trial *t = &result->trials[i];
+        /* A first reading too close that was run again (a cold start:
+         * first-run compilation, caches) is no reading of the curve. */
+        if (i == 0 && result->trial_count > 1 && result->trials[1].batch == t->batch &&
+            !t->accepted)
+            continue;
         if (t->outcome == BATCHFIT_FITS && t->peak_known) {
             if (!batchfit__fit_explains(old, (double)t->batch, (double)t->peak_bytes,
                                         result->budget.peak_spread, NULL))

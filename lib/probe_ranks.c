@@ -225,6 +225,7 @@ static int round_on_ranks(void *userdata, const uint64_t *batches, size_t count,
         trials[i].message[sizeof trials[i].message - 1] = '\0';
         trials[i].process.tail[sizeof trials[i].process.tail - 1] = '\0';
         trials[i].process.oom_signature[sizeof trials[i].process.oom_signature - 1] = '\0';
+        trials[i].process.left_running_name[sizeof trials[i].process.left_running_name - 1] = '\0';
         if (w->peak_source[0]) {
             char source[sizeof w->peak_source];
             memcpy(source, w->peak_source, sizeof source);

@@ -147,6 +147,7 @@ typedef struct search {
     int64_t band_next;  /* the size proposed inside a band only the prior makes (-1: none) */
     int64_t anchor_next; /* a size proposed below lo, to give the line a second end (-1: none) */
     int anchor_ran;     /* the last trial was that size: lo stood still on purpose */
+    int in_rounds;      /* trials run in rounds (batchfit__search_run_parallel) */
     int band_used;      /* and how many sizes so proposed were run (see inside_wide_band) */
 } search;
 
@@ -380,6 +381,10 @@ static int minimum_first(const search *s, int64_t i)
  * it again), else its index, marked so that its fit is no miss. */
 static int anchor_at_minimum(search *s, int64_t *next)
 {
+    /* A round runs sizes inside the bracket only: the anchor, below lo,
+     * would give way to the bracket's middle (see propose_round). */
+    if (s->in_rounds)
+        return 0;
     uint64_t smallest = batchfit__lattice_value(&s->lattice, 0);
     for (size_t t = 0; t < s->result->trial_count; t++)
         if (s->result->trials[t].batch == smallest)
@@ -2692,6 +2697,10 @@ static int propose_model(search *s, int64_t *next)
             *next = clamp_inside(s, index_floor_of(s, (double)guess));
         return 0;
     }
+    /* After a re-run of a first reading too close (see run_trial) the
+     * remembered curve is placed by both readings instead (see
+     * propose_remembered): through the re-run alone, verify_cached ran
+     * the next size where the curve had settled the search. */
     if (s->result->trial_count == 1 && s->opts->cached_batch && s->lo >= 0 &&
         s->lo == index_floor_of(s, (double)s->opts->cached_batch))
         return verify_cached(s, next);
@@ -3388,6 +3397,7 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
         k = MAX_ROUND;
     search s;
     search_init(&s, ctx, opts, result);
+    s.in_rounds = 1;
     int rc = BATCHFIT_OK;
     unsigned trials = 0;
     int64_t props[MAX_ROUND];
@@ -3417,7 +3427,8 @@ int batchfit__search_run_parallel(batchfit_ctx *ctx, const batchfit_options *opt
         for (unsigned j = 0; j < n && rc == BATCHFIT_OK; j++) {
             rc = record_trial(&s, props[j], &ts[j], 0);
             /* The minimum too close on its first reading runs once more,
-             * alone, as in run_trial; the second reading decides. */
+             * alone, as in run_trial; the second reading decides. (Only
+             * the minimum: a round's first readings are several sizes.) */
             if (rc == BATCHFIT_OK && too_close_minimum(&s, props[j], &ts[j]) &&
                 trials < opts->max_trials) {
                 memset(&ts[j], 0, sizeof ts[j]);

@@ -1603,6 +1603,25 @@ TEST(search_model_below_stopped_failures_a_remembered_curve_does_not_creep)
  * budget's crossing, the search ran 340, 215, 152, 121, 105, 97, 93 and 91
  * out of memory (a reviewer's Python script, nine trials). Under a budget
  * 30% larger than the one remembered the curve still leads up. */
+/* A search of c under its capacity and the host's 5% whose answer (in
+ * *answer, 0 where it failed) and fit o then remembers, as the cache would. */
+static void remember_search(batchfit_ctx *ctx, batchfit_options *o, curve_oracle *c,
+                            uint64_t *answer)
+{
+    batchfit_result *r = NULL;
+    *answer = 0;
+    CHECK_EQ(search_under(ctx, o, 0, c, c->capacity, 0.05, &r), BATCHFIT_OK);
+    if (r) {
+        *answer = r->batch_size;
+        o->cached_batch = r->batch_size;
+        o->cached_fit = r->fit;
+        o->cached_budget_bytes = r->budget.budget_bytes;
+    }
+    batchfit_result_free(r);
+    CHECK(o->cached_fit.valid);
+    c->count = 0;
+}
+
 TEST(search_model_a_remembered_size_the_budget_did_not_stop_is_verified_with_the_next)
 {
     curve_oracle c = measured_line(6.0 * 1048576.0, 1048576.0, 400.0 * 1048576.0);
@@ -1612,14 +1631,9 @@ TEST(search_model_a_remembered_size_the_budget_did_not_stop_is_verified_with_the
     batchfit_options o;
     batchfit_options_init(&o);
     batchfit_result *r = NULL;
-    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
-    CHECK_EQ(r->batch_size, 90);
-    o.cached_batch = r->batch_size;
-    o.cached_fit = r->fit;
-    o.cached_budget_bytes = r->budget.budget_bytes;
-    batchfit_result_free(r);
-    CHECK(o.cached_fit.valid);
-    c.count = 0;
+    uint64_t first = 0;
+    remember_search(ctx, &o, &c, &first);
+    CHECK_EQ(first, 90);
     CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
     CHECK_EQ(r->batch_size, 90);
     CHECK_EQ(r->trial_count, 2);
@@ -3253,6 +3267,33 @@ TEST(search_model_a_cold_first_guess_too_close_runs_again)
         CHECK(r->trial_count <= 6);
         CHECK(answer_was_run(r));
     }
+    batchfit_result_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+/* A remembered size whose first reading is a cold start, too close (10
+ * MiB more on the first run of 40 MiB + 300 KiB a sample under 190 MiB
+ * and the host's 5%): it runs once more, and the remembered curve placed
+ * by both readings settles the search at the same answer in two trials.
+ * Taken as the bracket's end, the cold reading made each cached probe
+ * answer less than the one before. */
+TEST(search_model_a_remembered_size_read_cold_is_verified_with_its_re_run)
+{
+    curve_oracle c = killed_program(40.0, 0.3, 0, 190.0, 0.0005);
+    c.host = 1;
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_options o;
+    batchfit_options_init(&o);
+    uint64_t answer = 0;
+    remember_search(ctx, &o, &c, &answer);
+    batchfit_result *r = NULL;
+    c.cold_start = 10.0 * 1048576.0;
+    CHECK_EQ(search_under(ctx, &o, 0, &c, c.capacity, 0.05, &r), BATCHFIT_OK);
+    CHECK_EQ(r->batch_size, answer);
+    CHECK(!r->trials[0].accepted);
+    CHECK_EQ(r->trials[1].batch, answer);
+    CHECK(r->trials[1].accepted);
+    CHECK_EQ(r->trial_count, 2);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
