@@ -946,16 +946,18 @@ static void supervise(batchfit__runner *r, pid_t pid, const int fds[2], output *
                 w->done = 1;
                 /* The trial is its main process: whatever it left behind
                  * goes now, so the pipes close and nothing is orphaned.
-                 * What still ran is counted first (one more walk finds the
-                 * orphans its exit handed to us): a command that leaves its
-                 * work to a process running on (`sh -c 'train &'`, a
-                 * daemon) is measured without that work, and every size
-                 * fits (see batchfit_trial_process.left_running). */
-                /* Only where it exited on its own: after the watchdog, a
-                 * timeout or an interrupt stopped the group, a killed
-                 * process still shows in /proc while it frees its memory. */
+                 * Where it exited on its own, what still ran is counted
+                 * first (one more walk finds the orphans its exit handed
+                 * to us; membership only, no page-table walk): a command
+                 * that leaves its work to a process running on (`sh -c
+                 * 'train &'`, a daemon) is measured without that work, and
+                 * every size fits (see batchfit_trial_process.left_running).
+                 * Not after the watchdog, a timeout or an interrupt stopped
+                 * the group: a killed process still shows in /proc while it
+                 * frees its memory. */
                 if (!w->watchdog_stopped && !w->timed_out && !w->interrupted && !w->failed) {
                     uint64_t unused;
+                    r->tree.proportional = 0;
                     (void)batchfit__proc_tree_rss(&r->tree, pid, &unused);
                     w->left_running = batchfit__proc_tree_running(&r->tree, pid, w->left_name,
                                                                   sizeof w->left_name);

@@ -37,12 +37,12 @@
  * (a share of lo, or a number of sizes) run it instead of the gallop, at
  * most CREEP_PASSES times (see propose). */
 #define CREEP_PASS_AT_MOST 0.01
+#define CREEP_PASS_SIZES 3
+#define CREEP_PASSES 2
 /* Points with no resolvable rise that all lie within this share under lo
  * run the smallest size next, a far end for their line (see
  * propose_slope_unknown). */
 #define ANCHOR_SPAN 0.02
-#define CREEP_PASS_SIZES 3
-#define CREEP_PASSES 2
 
 /* With the slope unknown (points flat or within the noise), a proposal
  * goes at most this many times the largest size that ran: one overshoot
@@ -425,12 +425,11 @@ static int run_trial(search *s, int64_t i)
     int rc = call_oracle(s, i, &t);
     if (rc)
         return rc;
-    int first = s->result->trial_count == 0;
-    if ((minimum_first(s, i) || first) && s->result->trial_count + 1 < s->opts->max_trials) {
+    if ((minimum_first(s, i) || s->result->trial_count == 0) &&
+        s->result->trial_count + 1 < s->opts->max_trials) {
         batchfit_trial judged = t;
         judge(s, &judged);
-        if (too_close_minimum(s, i, &judged) ||
-            (first && judged.outcome == BATCHFIT_FITS && !judged.accepted)) {
+        if (judged.outcome == BATCHFIT_FITS && !judged.accepted) {
             rc = record_trial(s, i, &t, 0);
             if (!rc)
                 rc = call_oracle(s, i, &t);
