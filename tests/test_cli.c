@@ -1183,7 +1183,7 @@ TEST(cli_cache_of_a_program_s_own_limit_verifies_in_two_trials_and_keeps_its_cur
         CHECK_CONTAINS(r.err, "trial 2: batch 91 oom");
         CHECK_CONTAINS(r.err, "(the cache's curve; this run's peaks lie on it)");
     }
-    clear_cache(dir);
+    drop_cache_dir(dir);
 }
 
 /* A cached re-run reports the remembered curve, and where the peaks of the
@@ -1206,7 +1206,7 @@ TEST(cli_a_remembered_curve_s_stray_is_the_earlier_probe_s)
     CHECK_CONTAINS(r.err, "(the cache's curve; this run's peaks lie on it), a line the earlier "
                           "probe's peaks stray from by up to");
     CHECK(strstr(r.err, "the measured peaks stray") == NULL);
-    clear_cache(dir);
+    drop_cache_dir(dir);
 }
 
 /* A program that says "CUDA out of memory" from batch 41 on, probed on
@@ -1299,7 +1299,7 @@ TEST(cli_cache_prints_no_control_characters)
     CHECK_EQ(cli_env(&r, show, envs), 0);
     CHECK_CONTAINS(r.out, "x\\x1b]0;pwned\\x07\\xff \xc3\xa9\\xc2\\x85\n");
     CHECK(strchr(r.out, '\033') == NULL);
-    clear_cache(dir);
+    drop_cache_dir(dir);
 }
 
 /* The cache through the CLI: a second run verifies the remembered size
