@@ -311,6 +311,11 @@ BATCHFIT_API int batchfit_device_peak(batchfit_device *device, uint64_t *peak_ou
 /* The relative trial-to-trial spread of peak measurements this device is
  * known to show (0 for an exact device). */
 BATCHFIT_API double batchfit_device_peak_spread(const batchfit_device *device);
+/* What holds the device's memory below the machine's, as of the last
+ * batchfit_device_memory(); "" when nothing does. On the host: a cgroup's
+ * memory limit (a container's, a job scheduler's), which the total and the
+ * free memory then follow. */
+BATCHFIT_API const char *batchfit_device_memory_note(const batchfit_device *device);
 
 /* Every backend and the devices it sees here, for listing (batchfit info). */
 typedef struct batchfit_backend_status {

@@ -334,11 +334,25 @@ unsigned batchfit__cgroup_kill(const batchfit__cgroup *cg)
     return killed;
 }
 
-/* Kills every process left in the cgroup, then removes it. */
+/* Kills every process left in the cgroup, then removes it, and the
+ * cgroups inside it first (a cgroup with children cannot be removed: a
+ * stale one a sweep found with one inside was retried for a second by
+ * every probe). */
 void batchfit__cgroup_destroy(batchfit__cgroup *cg)
 {
     if (!cg->path[0])
         return;
+    DIR *d = opendir(cg->path);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        batchfit__cgroup inner = *cg;
+        if (path_join(inner.path, sizeof inner.path, cg->path, "/", e->d_name) == 0)
+            batchfit__cgroup_destroy(&inner);
+    }
+    if (d)
+        closedir(d);
     for (int attempt = 0; attempt < 200; attempt++) {
         if (rmdir(cg->path) == 0 || errno == ENOENT)
             break;
@@ -347,4 +361,69 @@ void batchfit__cgroup_destroy(batchfit__cgroup *cg)
         nanosleep(&ts, NULL);
     }
     cg->path[0] = '\0';
+}
+
+/* The limit of one cgroup directory (v2 memory.max, "max" when there is
+ * none; v1 memory.limit_in_bytes, 2^63 less a page when there is none) and
+ * the room under it: the limit less the charge the kernel would not
+ * reclaim before it kills, the usage less the inactive page cache (what
+ * container tools report as the working set). Returns -1 where the
+ * directory has no limit or its files cannot be read. */
+static int limit_of(int version, const char *dir, uint64_t *limit, uint64_t *room)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX], text[8192];
+    if (path_join(file, sizeof file, dir, version == 2 ? "/memory.max" : "/memory.limit_in_bytes",
+                  "") != 0 ||
+        read_text(file, text, sizeof text) != 0 || strncmp(text, "max", 3) == 0)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno || end == text || value >= UINT64_C(1) << 62)
+        return -1;
+    uint64_t usage = 0, inactive = 0;
+    if (path_join(file, sizeof file, dir, version == 2 ? "/memory.current" : "/memory.usage_in_bytes",
+                  "") != 0 ||
+        read_u64_file(file, &usage) != 0)
+        return -1;
+    if (path_join(file, sizeof file, dir, "/memory.stat", "") == 0 &&
+        read_text(file, text, sizeof text) == 0)
+        stat_value(text, version == 2 ? "inactive_file" : "total_inactive_file", &inactive);
+    uint64_t held = usage > inactive ? usage - inactive : 0;
+    *limit = value;
+    *room = value > held ? value - held : 0;
+    return 0;
+}
+
+int batchfit__cgroup_memory_limit(uint64_t *limit, uint64_t *room, char *where, size_t len)
+{
+    int found = -1;
+    for (int version = 2; version >= 1; version--) {
+        char mount[512], own[512], dir[BATCHFIT__CGROUP_PATH_MAX];
+        if (mount_point(version, mount, sizeof mount) != 0 ||
+            own_cgroup(version, own, sizeof own) != 0 || path_join(dir, sizeof dir, mount, own, "") != 0)
+            continue;
+        /* A container that sees its own cgroup mounted at the hierarchy's
+         * mount point (no cgroup namespace) has no directory by its path:
+         * the mount point is that cgroup. */
+        if (!file_exists(dir))
+            snprintf(dir, sizeof dir, "%s", mount);
+        size_t root = strlen(mount);
+        for (;;) {
+            uint64_t l, r;
+            if (limit_of(version, dir, &l, &r) == 0) {
+                if (found != 0 || r < *room) {
+                    *room = r;
+                    snprintf(where, len, "%s", dir);
+                }
+                *limit = found != 0 || l < *limit ? l : *limit;
+                found = 0;
+            }
+            char *slash = strrchr(dir, '/');
+            if (strlen(dir) <= root || !slash || (size_t)(slash - dir) < root)
+                break;
+            *slash = '\0';
+        }
+    }
+    return found;
 }

@@ -175,6 +175,13 @@ int batchfit_device_describe(const batchfit_device *device, batchfit_device_info
     return BATCHFIT_OK;
 }
 
+const char *batchfit_device_memory_note(const batchfit_device *device)
+{
+    if (!device || !device->available || !device->ops || strcmp(device->ops->kind, "host") != 0)
+        return "";
+    return device->note;
+}
+
 double batchfit_device_peak_spread(const batchfit_device *device)
 {
     return device ? device->peak_spread : 0.0;

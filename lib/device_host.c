@@ -15,11 +15,32 @@ static void host_destroy(batchfit_device *dev)
     (void)dev;
 }
 
+/* The machine's memory, or less where a cgroup limits this process (a
+ * container's memory limit, a job scheduler's, a systemd slice's): the
+ * kernel kills past that limit with the machine's memory still free, and
+ * /proc/meminfo knows nothing of it. The trials run in cgroups under this
+ * process's own, so the same limit holds them. */
 static int host_memory(batchfit_device *dev, uint64_t *total, uint64_t *free_bytes)
 {
     if (batchfit__meminfo(total, free_bytes) != 0)
         return batchfit__fail(dev->ctx, BATCHFIT_E_DEVICE,
                               "host: cannot read MemTotal and MemAvailable from /proc/meminfo");
+    dev->note[0] = '\0';
+    uint64_t limit = 0, room = 0;
+    char where[BATCHFIT__CGROUP_PATH_MAX];
+    if (batchfit__cgroup_memory_limit(&limit, &room, where, sizeof where) == 0 &&
+        (limit < *total || room < *free_bytes)) {
+        char limit_text[32], room_text[32], machine[32];
+        batchfit_format_bytes((double)limit, limit_text, sizeof limit_text);
+        batchfit_format_bytes((double)room, room_text, sizeof room_text);
+        batchfit_format_bytes((double)*total, machine, sizeof machine);
+        snprintf(dev->note, sizeof dev->note,
+                 "a cgroup limits this process's memory to %s (%s), %s of it free (the machine "
+                 "has %s)",
+                 limit_text, where, room_text, machine);
+        *total = limit < *total ? limit : *total;
+        *free_bytes = room < *free_bytes ? room : *free_bytes;
+    }
     return BATCHFIT_OK;
 }
 

@@ -63,6 +63,9 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
     if (rc)
         return rc;
     b->known = 1;
+    const char *limited = batchfit_device_memory_note(device);
+    if (limited[0])
+        batchfit__log(ctx, BATCHFIT_LOG_INFO, "host: %s; the budget is taken from that", limited);
     uint64_t own = 0;
     if (in_process && device->ops->self_held && device->ops->self_held(device, &own) == BATCHFIT_OK &&
         own) {
@@ -81,10 +84,11 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
             batchfit__format_bytes_apart((double)opts->memory_budget_bytes, (double)available,
                                          asked, free_text, sizeof asked);
             rc = batchfit__result_warn(ctx, result,
-                                       "the memory budget of %s exceeds the %s free on %s%s; "
+                                       "the memory budget of %s exceeds the %s free on %s%s%s; "
                                        "using what is free",
                                        asked, free_text, gpu ? gpu : "the device",
-                                       own ? " with what this process holds" : "");
+                                       own ? " with what this process holds" : "",
+                                       limited[0] ? " under its cgroup's memory limit" : "");
             if (rc)
                 return rc;
         } else {

@@ -71,6 +71,7 @@ int cli_info(int argc, char **argv)
     int host_ok = host_backend->available &&
                   batchfit_device_open(ctx, "host", &host) == BATCHFIT_OK &&
                   batchfit_device_memory(host, &host_total, &host_free) == BATCHFIT_OK;
+    const char *host_note = host_ok ? batchfit_device_memory_note(host) : "";
     char all_spec[128], all_names[128];
     cuda_all(ctx, all_spec, sizeof all_spec, all_names, sizeof all_names);
     if (json) {
@@ -124,6 +125,10 @@ int cli_info(int argc, char **argv)
             jw_bool(&w, "available", 1);
             jw_u64(&w, "total_bytes", host_total);
             jw_u64(&w, "free_bytes", host_free);
+            if (host_note[0])
+                jw_string(&w, "memory_note", host_note);
+            else
+                jw_null(&w, "memory_note");
             jw_end_object(&w);
         }
         jw_end_array(&w);
@@ -185,6 +190,8 @@ int cli_info(int argc, char **argv)
         }
         if (host_ok)
             print_memory("  host    ", host_total, host_free);
+        if (host_ok && host_note[0])
+            printf("          %s\n", host_note);
         for (size_t i = 0; i < list->nvml_only_count; i++) {
             const batchfit_nvml_gpu *g = &list->nvml_only[i];
             printf("  nvml %u  %s  %s\n", g->index, g->name, g->uuid[0] ? g->uuid : "-");

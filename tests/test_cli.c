@@ -3,6 +3,7 @@
 #include "test.h"
 
 #include "internal.h"
+#include "cgroup_helpers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,6 +166,13 @@ static int start_program(run *r, const char *program, const char *const *argv,
             if (strncmp(envs[i], "TEST_CHDIR=", 11) == 0) {
                 if (chdir(envs[i] + 11) != 0)
                     _exit(126);
+            } else if (strncmp(envs[i], "TEST_CGROUP=", 12) == 0) {
+                /* Not a variable: the cgroup.procs file of a cgroup to
+                 * run in (a container's, a job's). */
+                int fd = open(envs[i] + 12, O_WRONLY | O_CLOEXEC);
+                if (fd < 0 || write(fd, "0", 1) != 1)
+                    _exit(125);
+                close(fd);
             } else if (strcmp(envs[i], "TEST_CLOSE_STDOUT=1") == 0) {
                 close(1); /* as `batchfit ... >&-` runs it */
             } else if (strcmp(envs[i], "TEST_CLOSE_FDS=1") == 0) {
@@ -2734,4 +2742,49 @@ TEST(cli_refuses_what_would_mislead)
     CHECK_CONTAINS(r.out, "1 could not be removed");
     rmdir(entry);
     drop_cache_dir(dir);
+}
+
+/* A cgroup's memory limit under the machine's (a container's, a Slurm
+ * job's, a systemd slice's) is the host's memory: the kernel kills past it
+ * with the machine's memory still free, and /proc/meminfo does not know of
+ * it. Run in a cgroup of 1 GiB inside one of 200 MiB, batchfit info shows
+ * 200 MiB and names the outer cgroup, and a probe with no --memory-budget
+ * takes its budget from it. Before, the budget was the machine's: a
+ * program of 300 KiB a sample under a 300 MiB limit ran 11 trials, two of
+ * them killed by the kernel, and kept 947, whose peak was 298 of the 300
+ * MiB (no margin left); now 807 in 4, under a 5% margin. */
+TEST(cli_host_memory_follows_a_cgroup_limit)
+{
+    test_cgroups *c = test_cgroups_open(UINT64_C(200) << 20, UINT64_C(1) << 30);
+    if (!c)
+        return;
+    CHECK_EQ(c->made, 0);
+    char join[BATCHFIT__CGROUP_PATH_MAX + 16];
+    snprintf(join, sizeof join, "TEST_CGROUP=%s", c->procs);
+    const char *envs[] = {join, NULL};
+    run r;
+    const char *info[] = {"info", "--json", NULL};
+    CHECK_EQ(cli_env(&r, info, envs), 0);
+    const char *host = strstr(r.out, "\"spec\": \"host\"");
+    CHECK(host != NULL);
+    CHECK_EQ(json_number(host, "total_bytes"), UINT64_C(200) << 20);
+    CHECK(json_number(host, "free_bytes") <= UINT64_C(200) << 20);
+    CHECK(json_number(host, "free_bytes") > UINT64_C(190) << 20);
+    char note[BATCHFIT__CGROUP_PATH_MAX + 128];
+    snprintf(note, sizeof note, "\"memory_note\": \"a cgroup limits this process's memory to "
+                                "200.00 MiB (%s), ",
+             c->outer.path);
+    CHECK_CONTAINS(r.out, note);
+    const char *probe[] = {"probe", "--device", "host", "--no-cache", "--export-json", "-", "--",
+                           tool(), "grow", "1024", "4096", NULL};
+    CHECK_EQ(cli_env(&r, probe, envs), 0);
+    CHECK_CONTAINS(r.err, "batchfit: host memory: a cgroup limits this process's memory to "
+                          "200.00 MiB (");
+    CHECK(result_number(r.out, "usable_bytes") <= UINT64_C(200) << 20);
+    /* 1 MiB a sample and 4 MiB on top, under 200 MiB less the 5% margin
+     * and the 5% spread's band: about 165; the machine's memory would have
+     * let it run to the limit. */
+    unsigned long long batch = result_number(r.out, "batch_size");
+    CHECK(batch >= 140 && batch <= 180);
+    test_cgroups_close(c);
 }
