@@ -418,11 +418,14 @@ typedef struct output {
 
 /* The size an OOM message says was asked for: "tried to allocate 2.00 GiB",
  * "you tried to allocate 8589934592 bytes", "failed to allocate 512.00 MiB",
- * "allocation of 24 bytes failed". */
+ * "allocation of 24 bytes failed", NumPy's "Unable to allocate 206. MiB for
+ * an array" (a MemoryError read the 20 MiB held when the request failed as
+ * the need), XLA's "while trying to allocate 1073741824 bytes". */
 static uint64_t tried_to_allocate(const char *line)
 {
     static const char *const phrases[] = {"ried to allocate ", "ailed to allocate ",
-                                          "allocation of "};
+                                          "allocation of ", "nable to allocate ",
+                                          "rying to allocate "};
     const char *p = NULL;
     for (size_t i = 0; !p && i < sizeof phrases / sizeof phrases[0]; i++)
         if ((p = strstr(line, phrases[i])) != NULL)

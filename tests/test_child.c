@@ -157,6 +157,17 @@ TEST(child_every_oom_signature_is_out_of_memory)
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK(t.peak_bytes >= UINT64_C(4294967296));
     CHECK(t.peak_bytes < UINT64_C(4294967296) + (UINT64_C(64) << 20));
+    /* NumPy's MemoryError and XLA's say it too (a NumPy request of 206.5
+     * MiB that failed at once read as the 20 MiB the program held). */
+    CHECK_EQ(printed(&o, "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 206.5 MiB "
+                           "for an array with shape (705, 76800) and data type float32", "1", &t),
+             BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK(t.peak_bytes >= (UINT64_C(2065) << 20) / 10);
+    CHECK(t.peak_bytes < (UINT64_C(2065) << 20) / 10 + (UINT64_C(64) << 20));
+    CHECK_EQ(printed(&o, "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory "
+                           "while trying to allocate 1073741824 bytes.", "1", &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
 }
 
 TEST(child_user_pattern_counts_as_oom)
