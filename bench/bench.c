@@ -335,9 +335,13 @@ static int run_families(uint64_t seed, unsigned cases, int verbose)
                 if (bench_case_run(&c, (batchfit_strategy)k, BOUND, &o[k]) != 0)
                     return -1;
             if (verbose)
-                printf("case %u:%u: truth %llu, model %llu in %u trials (%u oom), bisect %llu%s%s\n",
+                printf("case %u:%u: truth %llu, model %llu in %u trials (%u oom)%s, bisect %llu%s%s\n",
                        f, i, (unsigned long long)truth, (unsigned long long)o[LIB_MODEL].answer,
                        o[LIB_MODEL].trials, o[LIB_MODEL].ooms,
+                       o[LIB_MODEL].answer &&
+                               bench_case_peak_max(&c, o[LIB_MODEL].answer) > c.budget
+                           ? ", unsafe"
+                           : "",
                        (unsigned long long)o[LIB_BISECT].answer,
                        f == BENCH_REPLAYED ? (c.replay ? " (fixed mmap threshold)" : " (default malloc)")
                                            : "",
