@@ -169,6 +169,10 @@ static int parse_args(batchfit_ctx *ctx, int argc, char **argv, batchfit_estimat
     }
     if (device && in.device_bytes)
         return bad("--device-memory and --device both say what to fit into: give one");
+    /* Given both, one would be dropped unsaid (--activation-bytes won). */
+    if (in.activation_bytes_per_sample && (in.layers || in.hidden || in.heads || in.seq || in.vocab))
+        return bad("--activation-bytes gives the activations per sample and --layers, --hidden, "
+                   "--heads, --seq and --vocab compute them: give one");
     if (batchfit_resolve_vram_limit(ctx, vram_text, BATCHFIT_VRAM_LIMIT_GB_FLAG, &limit_out->bytes,
                                     &limit_out->source) != BATCHFIT_OK)
         return bad(batchfit_ctx_last_error(ctx));

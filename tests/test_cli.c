@@ -1115,6 +1115,14 @@ TEST(cli_estimate_and_a_probe_that_uses_it)
         CHECK_EQ(cli(&r, args, NULL), 2);
         CHECK_CONTAINS(r.err, refused[i].message);
     }
+    /* Activations given and a shape to compute them: one was dropped
+     * (the given bytes won, unsaid). */
+    const char *both[] = {"estimate", "--params", "124M", "--activation-bytes", "10MiB",
+                          "--layers", "12", "--device-memory", "16GiB", NULL};
+    CHECK_EQ(cli(&r, both, NULL), 2);
+    CHECK_CONTAINS(r.err, "--activation-bytes gives the activations per sample and --layers, "
+                          "--hidden, --heads, --seq and --vocab compute them: give one");
+    CHECK_STR(r.out, "");
     const char *no_params[] = {"estimate", NULL};
     CHECK_EQ(cli(&r, no_params, NULL), 2);
     CHECK_STR(r.err, "batchfit: estimate: --params is required\n");
