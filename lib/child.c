@@ -362,6 +362,17 @@ static void child_exec(const batchfit__runner *r, const launch *l, pid_t parent,
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (getppid() != parent)
         _exit(127);
+    /* Out of memory (a cgroup's limit, the machine's), the kernel kills
+     * the trial, not batchfit: until its exec the child is as large as
+     * batchfit, and under a small cgroup limit the kernel took batchfit
+     * (exit 137, nothing said). Raising the score needs no privilege, and
+     * the program and what it starts inherit it. */
+    int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (adj >= 0) {
+        ssize_t ignored = write(adj, "1000", 4);
+        (void)ignored;
+        close(adj);
+    }
     /* A trial outside its cgroup would be measured as using nothing: that
      * is a trial that did not run as asked, never a fit. */
     if (l->procs_file[0] && batchfit__cgroup_join_self(&r->cg, l->procs_file) != 0)

@@ -598,3 +598,22 @@ TEST(child_show_output_never_blocks_on_a_stalled_stderr)
     CHECK_CONTAINS(warning, "--show-output: 1048581 bytes of the trial's output at batch size 1 "
                             "were not shown");
 }
+
+/* A trial is what the kernel kills first when memory runs out (a cgroup's
+ * limit, the machine's): under a 5 MiB cgroup limit the kernel took
+ * batchfit itself, as large as the child between its fork and exec (exit
+ * 137, nothing said). The command and what it starts inherit the score. */
+TEST(child_trials_are_the_kernel_s_first_choice_out_of_memory)
+{
+    batchfit__runner_options o;
+    batchfit__runner_options_init(&o);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "read own < /proc/self/oom_score_adj; "
+                          "sh -c 'read started < /proc/self/oom_score_adj; "
+                          "[ \"$started\" = 1000 ]' && [ \"$own\" = 1000 ]",
+                          NULL};
+    batchfit_trial t;
+    CHECK_EQ(trial(&o, argv, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_FITS);
+    CHECK_EQ(t.process.exit_code, 0);
+}
