@@ -742,6 +742,10 @@ struct batchfit_result {
      * describes every peak this probe measured, which were too few (one or
      * two verifying trials) to draw a line of their own. */
     int fit_remembered;
+    /* What held the device's memory below the machine's when the probe
+     * started (batchfit_device_memory_note(): a cgroup's memory limit on
+     * the host); NULL when nothing did. */
+    const char *memory_note;
 };
 
 /* Frees a result; NULL is fine. Safe after the context is freed. */

@@ -342,62 +342,94 @@ void batchfit__cgroup_destroy(batchfit__cgroup *cg)
 {
     if (!cg->path[0])
         return;
-    DIR *d = opendir(cg->path);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        batchfit__cgroup inner = *cg;
-        if (path_join(inner.path, sizeof inner.path, cg->path, "/", e->d_name) == 0)
-            batchfit__cgroup_destroy(&inner);
-    }
-    if (d)
-        closedir(d);
     for (int attempt = 0; attempt < 200; attempt++) {
         if (rmdir(cg->path) == 0 || errno == ENOENT)
             break;
+        /* Its processes first (one of them may make cgroups inside it),
+         * then what is inside. */
         batchfit__cgroup_kill(cg);
+        DIR *d = opendir(cg->path);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            batchfit__cgroup inner = *cg;
+            if (path_join(inner.path, sizeof inner.path, cg->path, "/", e->d_name) == 0)
+                batchfit__cgroup_destroy(&inner);
+        }
+        if (d)
+            closedir(d);
+        if (rmdir(cg->path) == 0 || errno == ENOENT)
+            break;
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     cg->path[0] = '\0';
 }
 
-/* The limit of one cgroup directory (v2 memory.max, "max" when there is
- * none; v1 memory.limit_in_bytes, 2^63 less a page when there is none) and
- * the room under it: the limit less the charge the kernel would not
- * reclaim before it kills, the usage less the inactive page cache (what
- * container tools report as the working set). Returns -1 where the
- * directory has no limit or its files cannot be read. */
-static int limit_of(int version, const char *dir, uint64_t *limit, uint64_t *room)
+/* A limit file's value: -1 where there is none (v2 "max", v1 2^63 less a
+ * page) or it cannot be read. */
+static int limit_value(const char *dir, const char *name, uint64_t *value)
 {
-    char file[BATCHFIT__CGROUP_PATH_MAX], text[8192];
-    if (path_join(file, sizeof file, dir, version == 2 ? "/memory.max" : "/memory.limit_in_bytes",
-                  "") != 0 ||
-        read_text(file, text, sizeof text) != 0 || strncmp(text, "max", 3) == 0)
+    char file[BATCHFIT__CGROUP_PATH_MAX], text[64];
+    if (path_join(file, sizeof file, dir, name, "") != 0 || read_text(file, text, sizeof text) != 0 ||
+        strncmp(text, "max", 3) == 0)
         return -1;
     char *end;
     errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (errno || end == text || value >= UINT64_C(1) << 62)
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || v >= UINT64_C(1) << 62)
         return -1;
-    uint64_t usage = 0, inactive = 0;
+    *value = v;
+    return 0;
+}
+
+/* The limit of one cgroup directory and the room under it. The limit: v1
+ * memory.limit_in_bytes; v2 memory.max, or memory.high where lower (past
+ * it the kernel throttles the group and reclaims from it at every
+ * allocation: training there crawls). The room: the limit less what the
+ * kernel cannot drop to make room before it kills: the usage less the
+ * clean page cache (active or not: a program that had read 250 MiB of
+ * files three times was held to 42 of its 300 MiB, and then ran 254 MiB
+ * there); shared memory (tmpfs, shm) and dirty or written-back pages stay
+ * counted. Returns -1 where the directory has no limit or its files cannot
+ * be read. */
+static int limit_of(int version, const char *dir, uint64_t *limit, uint64_t *room)
+{
+    uint64_t value = 0, high = 0;
+    int has_max = limit_value(dir, version == 2 ? "/memory.max" : "/memory.limit_in_bytes", &value) == 0;
+    if (version == 2 && limit_value(dir, "/memory.high", &high) == 0 && (!has_max || high < value)) {
+        value = high;
+        has_max = 1;
+    }
+    if (!has_max)
+        return -1;
+    char file[BATCHFIT__CGROUP_PATH_MAX], text[8192];
+    uint64_t usage = 0;
     if (path_join(file, sizeof file, dir, version == 2 ? "/memory.current" : "/memory.usage_in_bytes",
                   "") != 0 ||
         read_u64_file(file, &usage) != 0)
         return -1;
+    uint64_t cache = 0, shmem = 0, dirty = 0, writeback = 0;
     if (path_join(file, sizeof file, dir, "/memory.stat", "") == 0 &&
-        read_text(file, text, sizeof text) == 0)
-        stat_value(text, version == 2 ? "inactive_file" : "total_inactive_file", &inactive);
-    uint64_t held = usage > inactive ? usage - inactive : 0;
+        read_text(file, text, sizeof text) == 0 &&
+        stat_value(text, version == 2 ? "file" : "total_cache", &cache) == 0) {
+        stat_value(text, version == 2 ? "shmem" : "total_shmem", &shmem);
+        stat_value(text, version == 2 ? "file_dirty" : "total_dirty", &dirty);
+        stat_value(text, version == 2 ? "file_writeback" : "total_writeback", &writeback);
+    }
+    uint64_t kept = shmem + dirty + writeback;
+    uint64_t clean = cache > kept ? cache - kept : 0;
+    uint64_t held = usage > clean ? usage - clean : 0;
     *limit = value;
     *room = value > held ? value - held : 0;
     return 0;
 }
 
-int batchfit__cgroup_memory_limit(uint64_t *limit, uint64_t *room, char *where, size_t len)
+int batchfit__cgroup_memory_limit(batchfit__memory_limit *out)
 {
     int found = -1;
+    memset(out, 0, sizeof *out);
     for (int version = 2; version >= 1; version--) {
         char mount[512], own[512], dir[BATCHFIT__CGROUP_PATH_MAX];
         if (mount_point(version, mount, sizeof mount) != 0 ||
@@ -412,17 +444,26 @@ int batchfit__cgroup_memory_limit(uint64_t *limit, uint64_t *room, char *where, 
         for (;;) {
             uint64_t l, r;
             if (limit_of(version, dir, &l, &r) == 0) {
-                if (found != 0 || r < *room) {
-                    *room = r;
-                    snprintf(where, len, "%s", dir);
+                if (found != 0 || l < out->limit) {
+                    out->limit = l;
+                    snprintf(out->limit_where, sizeof out->limit_where, "%s", dir);
                 }
-                *limit = found != 0 || l < *limit ? l : *limit;
+                if (found != 0 || r < out->room) {
+                    out->room = r;
+                    snprintf(out->room_where, sizeof out->room_where, "%s", dir);
+                }
                 found = 0;
             }
+            /* v1 without hierarchy (use_hierarchy 0, old kernels): what
+             * is below this cgroup is not charged to it, nor above. */
+            char file[BATCHFIT__CGROUP_PATH_MAX], flag[8];
             char *slash = strrchr(dir, '/');
             if (strlen(dir) <= root || !slash || (size_t)(slash - dir) < root)
                 break;
             *slash = '\0';
+            if (version == 1 && path_join(file, sizeof file, dir, "/memory.use_hierarchy", "") == 0 &&
+                read_text(file, flag, sizeof flag) == 0 && flag[0] == '0')
+                break;
         }
     }
     return found;

@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <string.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -26,20 +27,26 @@ static int host_memory(batchfit_device *dev, uint64_t *total, uint64_t *free_byt
         return batchfit__fail(dev->ctx, BATCHFIT_E_DEVICE,
                               "host: cannot read MemTotal and MemAvailable from /proc/meminfo");
     dev->note[0] = '\0';
-    uint64_t limit = 0, room = 0;
-    char where[BATCHFIT__CGROUP_PATH_MAX];
-    if (batchfit__cgroup_memory_limit(&limit, &room, where, sizeof where) == 0 &&
-        (limit < *total || room < *free_bytes)) {
+    batchfit__memory_limit cg;
+    if (batchfit__cgroup_memory_limit(&cg) == 0 && (cg.limit < *total || cg.room < *free_bytes)) {
         char limit_text[32], room_text[32], machine[32];
-        batchfit_format_bytes((double)limit, limit_text, sizeof limit_text);
-        batchfit_format_bytes((double)room, room_text, sizeof room_text);
+        batchfit_format_bytes((double)cg.limit, limit_text, sizeof limit_text);
+        batchfit_format_bytes((double)cg.room, room_text, sizeof room_text);
         batchfit_format_bytes((double)*total, machine, sizeof machine);
-        snprintf(dev->note, sizeof dev->note,
-                 "a cgroup limits this process's memory to %s (%s), %s of it free (the machine "
-                 "has %s)",
-                 limit_text, where, room_text, machine);
-        *total = limit < *total ? limit : *total;
-        *free_bytes = room < *free_bytes ? room : *free_bytes;
+        /* The room may be under another cgroup than the limit: a looser
+         * limit above, shared with processes outside this one. */
+        if (strcmp(cg.limit_where, cg.room_where) == 0)
+            snprintf(dev->note, sizeof dev->note,
+                     "a cgroup limits this process's memory to %s (%.700s), %s of it free (the machine "
+                     "has %s)",
+                     limit_text, cg.limit_where, room_text, machine);
+        else
+            snprintf(dev->note, sizeof dev->note,
+                     "a cgroup limits this process's memory to %s (%.400s), and %s is free under the "
+                     "limit of %.400s (the machine has %s)",
+                     limit_text, cg.limit_where, room_text, cg.room_where, machine);
+        *total = cg.limit < *total ? cg.limit : *total;
+        *free_bytes = cg.room < *free_bytes ? cg.room : *free_bytes;
     }
     return BATCHFIT_OK;
 }

@@ -454,11 +454,16 @@ void batchfit__cgroup_destroy(batchfit__cgroup *cg);
  * runs in them first. Returns how many. */
 unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg);
 /* The memory limit on this process from its cgroups (its own and every one
- * above it, v2 and v1): the smallest limit, the least room left under any
- * of them (the limit less what the cgroup holds, its inactive page cache
- * excepted) and the directory of the cgroup with that room. Returns -1
- * when no cgroup limits this process's memory. */
-int batchfit__cgroup_memory_limit(uint64_t *limit, uint64_t *room, char *where, size_t len);
+ * above it, v2 and v1): the smallest limit and its cgroup's directory, and
+ * the least room left under any of them (the limit less what the cgroup
+ * holds, its clean page cache excepted) and that cgroup's directory.
+ * Returns -1 when no cgroup limits this process's memory. */
+typedef struct batchfit__memory_limit {
+    uint64_t limit, room;
+    char limit_where[BATCHFIT__CGROUP_PATH_MAX];
+    char room_where[BATCHFIT__CGROUP_PATH_MAX];
+} batchfit__memory_limit;
+int batchfit__cgroup_memory_limit(batchfit__memory_limit *out);
 
 /* guard.c: a process per trial that kills what the trial left running if
  * we die before we could (kill -9): its process group, the processes it

@@ -330,6 +330,7 @@ int batchfit__result_write_json(const batchfit_result *r, batchfit__buf *out)
     else
         null(&w, "peak_spread");
     u64_or_null(&w, "memory_budget_bytes", r->memory_budget_bytes != 0, r->memory_budget_bytes);
+    string(&w, "memory_note", r->memory_note);
     if (r->gpu_count)
         string(&w, "gpu", r->gpus[r->budget_gpu].spec);
     end_object(&w);

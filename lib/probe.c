@@ -64,8 +64,11 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
         return rc;
     b->known = 1;
     const char *limited = batchfit_device_memory_note(device);
-    if (limited[0])
+    if (limited[0]) {
         batchfit__log(ctx, BATCHFIT_LOG_INFO, "host: %s; the budget is taken from that", limited);
+        if (batchfit__result_keep(result, &result->memory_note, limited) != BATCHFIT_OK)
+            return batchfit__fail(ctx, BATCHFIT_E_NO_MEMORY, "out of memory keeping a note");
+    }
     uint64_t own = 0;
     if (in_process && device->ops->self_held && device->ops->self_held(device, &own) == BATCHFIT_OK &&
         own) {

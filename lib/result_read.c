@@ -128,6 +128,7 @@ static void read_budget(reader *r, const jt_value *root)
     get_u64(r, j, "held_bytes", &b->held_bytes, NULL);
     get_double(r, j, "peak_spread", &b->peak_spread);
     get_u64(r, j, "memory_budget_bytes", &res->memory_budget_bytes, NULL);
+    keep(r, j, "memory_note", &res->memory_note);
     j = section(r, root, "vram_limit");
     get_u64(r, j, "bytes", &b->vram_limit_bytes, NULL);
     keep(r, j, "source", &res->vram_limit_source);

@@ -70,68 +70,106 @@ TEST(cgroup_accounts_caps_and_removes)
     CHECK(gone);
 }
 
-/* The memory limit on a process is the tightest of its cgroup's and its
- * ancestors': a process in a cgroup of 1 GiB inside one of 96 MiB is held
- * to 96 MiB (the outer cgroup named), with room for what it holds less;
- * outside any limit there is none (or the machine's own, when the test
- * runs in a limited cgroup). */
-TEST(cgroup_memory_limit_is_the_tightest_ancestor_s)
+/* What a process in the inner of two limited cgroups reads: it holds 16
+ * MiB and has written and read back a 24 MiB file (page cache the kernel
+ * drops before it kills). */
+typedef struct limit_reading {
+    int rc;
+    batchfit__memory_limit m;
+} limit_reading;
+
+static limit_reading read_limit_inside(const test_cgroups *c)
 {
-    uint64_t before_limit = 0, before_room = 0;
-    char where[BATCHFIT__CGROUP_PATH_MAX];
-    int limited_before = batchfit__cgroup_memory_limit(&before_limit, &before_room, where,
-                                                       sizeof where) == 0;
-    test_cgroups *c = test_cgroups_open(UINT64_C(96) << 20, UINT64_C(1) << 30);
-    if (!c)
-        return;
-    CHECK_EQ(c->made, 0);
+    limit_reading got;
+    memset(&got, 0, sizeof got);
+    got.rc = -2;
     int pipefd[2];
-    CHECK_EQ(pipe(pipefd), 0);
+    if (pipe(pipefd) != 0)
+        return got;
     pid_t child = fork();
     if (child == 0) {
         close(pipefd[0]);
-        struct {
-            int rc;
-            uint64_t limit, room;
-            char where[BATCHFIT__CGROUP_PATH_MAX];
-        } got = {-1, 0, 0, ""};
+        got.rc = -3;
         if (batchfit__cgroup_join_self(&c->inner, c->procs) == 0) {
-            /* 16 MiB held, which the room leaves out. */
             size_t n = (size_t)16 << 20;
             volatile char *p = malloc(n);
             for (size_t i = 0; p && i < n; i += 4096)
                 p[i] = 1;
-            got.rc = batchfit__cgroup_memory_limit(&got.limit, &got.room, got.where,
-                                                   sizeof got.where);
+            char path[1100];
+            snprintf(path, sizeof path, "%s/cgroup-cache-%ld", test_build_dir(), (long)getpid());
+            FILE *f = fopen(path, "w+");
+            static char block[1 << 20];
+            memset(block, 7, sizeof block);
+            for (int i = 0; f && i < 24; i++)
+                fwrite(block, 1, sizeof block, f);
+            if (f) {
+                fflush(f);
+                fsync(fileno(f));
+                rewind(f);
+                for (int pass = 0; pass < 3; pass++, rewind(f))
+                    while (fread(block, 1, sizeof block, f) == sizeof block)
+                        ;
+                fclose(f);
+            }
+            got.rc = batchfit__cgroup_memory_limit(&got.m);
+            unlink(path);
         }
         ssize_t ignored = write(pipefd[1], &got, sizeof got);
         (void)ignored;
         _exit(0);
     }
     close(pipefd[1]);
-    struct {
-        int rc;
-        uint64_t limit, room;
-        char where[BATCHFIT__CGROUP_PATH_MAX];
-    } got;
     ssize_t n = read(pipefd[0], &got, sizeof got);
     close(pipefd[0]);
     waitpid(child, NULL, 0);
-    char outer_path[BATCHFIT__CGROUP_PATH_MAX];
-    snprintf(outer_path, sizeof outer_path, "%s", c->outer.path);
-    test_cgroups_close(c);
-    CHECK_EQ(n, (ssize_t)sizeof got);
-    CHECK_EQ(got.rc, 0);
-    if (!limited_before || before_room > (UINT64_C(96) << 20)) {
-        CHECK_EQ(got.limit, UINT64_C(96) << 20);
-        CHECK_STR(got.where, outer_path);
-        CHECK(got.room <= (UINT64_C(80) << 20));
-        CHECK(got.room >= (UINT64_C(60) << 20));
+    if (n != (ssize_t)sizeof got)
+        got.rc = -4;
+    return got;
+}
+
+/* The memory limit on a process is the tightest of its cgroup's and its
+ * ancestors': in a cgroup of 1 GiB inside one of 96 MiB it is 96 MiB, the
+ * outer cgroup named; in one of 48 MiB inside one of 96 MiB, 48 MiB, the
+ * inner named. The room leaves out the 16 MiB the process holds, and not
+ * the 24 MiB of clean page cache it read (counted, active, it held a 300
+ * MiB cgroup to 42 MiB where 254 MiB ran). Outside them this process has
+ * no limit from them. The cgroups are removed before anything is checked,
+ * so that a failed check leaves none behind. */
+TEST(cgroup_memory_limit_is_the_tightest_ancestor_s)
+{
+    batchfit__memory_limit before;
+    int limited_before = batchfit__cgroup_memory_limit(&before) == 0;
+    const uint64_t MiB = UINT64_C(1) << 20;
+    limit_reading got[2];
+    char where[2][2][BATCHFIT__CGROUP_PATH_MAX];
+    int made[2];
+    for (int k = 0; k < 2; k++) {
+        test_cgroups *c = test_cgroups_open(96 * MiB, k ? 48 * MiB : UINT64_C(1) << 30);
+        if (!c)
+            return;
+        made[k] = c->made;
+        got[k] = c->made == 0 ? read_limit_inside(c) : (limit_reading){-1, {0, 0, "", ""}};
+        snprintf(where[k][0], sizeof where[k][0], "%s", c->outer.path);
+        snprintf(where[k][1], sizeof where[k][1], "%s", c->inner.path);
+        test_cgroups_close(c);
     }
-    /* This process, in neither, has no limit from them. */
-    uint64_t limit = 0, room = 0;
-    if (batchfit__cgroup_memory_limit(&limit, &room, where, sizeof where) == 0)
-        CHECK(limited_before && limit == before_limit);
-    else
-        CHECK(!limited_before);
+    batchfit__memory_limit after;
+    int limited_after = batchfit__cgroup_memory_limit(&after) == 0;
+    for (int k = 0; k < 2; k++) {
+        CHECK_EQ(made[k], 0);
+        CHECK_EQ(got[k].rc, 0);
+        if (limited_before && before.room <= 96 * MiB)
+            continue; /* this test runs under a tighter limit of its own */
+        uint64_t limit = k ? 48 * MiB : 96 * MiB;
+        CHECK_EQ(got[k].m.limit, limit);
+        CHECK_STR(got[k].m.limit_where, where[k][k]);
+        CHECK_STR(got[k].m.room_where, where[k][k]);
+        /* 16 MiB held (and a little more: the child's own pages); the
+         * 24 MiB read back not counted. */
+        CHECK(got[k].m.room <= limit - 16 * MiB);
+        CHECK(got[k].m.room >= limit - 28 * MiB);
+    }
+    CHECK_EQ(limited_after, limited_before);
+    if (limited_before)
+        CHECK_EQ(after.limit, before.limit);
 }
