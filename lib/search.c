@@ -2469,8 +2469,23 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
                 if (i < 0) {
                     /* Not along a smooth bend: the line's residual
                      * there is the bend, not noise. */
-                    s->toss = !quiet ||
-                              (v->fit.max_residual_bytes > v->quiet_below && !(v->bent > 0.0));
+                    int misfit = quiet && v->fit.max_residual_bytes > v->quiet_below &&
+                                 !(v->bent > 0.0);
+                    s->toss = !quiet || misfit;
+                    /* Where the peaks repeat and stray from the line, the
+                     * band is the line's misfit (a bend, a step), not a
+                     * re-run's wander: said so. */
+                    if (misfit) {
+                        char stray[32];
+                        batchfit_format_bytes(v->fit.max_residual_bytes, stray, sizeof stray);
+                        return settled(s, "the %s through the measured peaks predicts %llu "
+                                          "(not run) within its misfit of the acceptance "
+                                          "threshold: the peaks repeat and stray from it by "
+                                          "up to %s (memory grows in steps or bends here), so "
+                                          "larger sizes may still fit, which only more trials "
+                                          "(--strategy bisect) would find",
+                                       model_name(v), next_size(s), stray);
+                    }
                     return settled(s, "the %s through the measured peaks predicts %llu "
                                       "(not run) within their scatter of the acceptance "
                                       "threshold, where a re-run could go either way",
@@ -3289,8 +3304,12 @@ int batchfit__search_run(batchfit_ctx *ctx, const batchfit_options *opts,
             break;
         }
         int64_t before_lo = s.lo, before_hi = s.hi;
+        size_t before_count = result->trial_count;
         rc = run_trial(&s, next);
-        result->rounds++;
+        /* A serial search's rounds are its trials: a first reading run
+         * again in the same turn is a round of its own (counted as one,
+         * the summary said "5 trials ... in 4 rounds of trials at once"). */
+        result->rounds += result->trial_count > before_count ? result->trial_count - before_count : 1;
         if (rc)
             break;
         after_moves(&s, before_lo, before_hi);

@@ -3262,6 +3262,9 @@ TEST(search_model_a_cold_first_guess_too_close_runs_again)
         CHECK(!r->trials[0].accepted);
         CHECK_EQ(r->trials[1].batch, 420u);
         CHECK(r->trials[1].accepted);
+        /* A serial search: a round a trial, the re-run too (the summary
+         * said "in 4 rounds of trials at once" of a host probe's five). */
+        CHECK_EQ(r->rounds, r->trial_count);
         /* floor((190 * 0.95 / 1.05 - 40) / 0.3) = 439, within the wander */
         CHECK(r->batch_size >= 437 && r->batch_size <= 440);
         CHECK(r->trial_count <= 6);
