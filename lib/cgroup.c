@@ -334,17 +334,23 @@ unsigned batchfit__cgroup_kill(const batchfit__cgroup *cg)
     return killed;
 }
 
-/* Kills every process left in the cgroup, then removes it, and the
- * cgroups inside it first (a cgroup with children cannot be removed: a
- * stale one a sweep found with one inside was retried for a second by
- * every probe). */
-void batchfit__cgroup_destroy(batchfit__cgroup *cg)
+static double now_seconds(void)
 {
-    if (!cg->path[0])
-        return;
-    for (int attempt = 0; attempt < 200; attempt++) {
-        if (rmdir(cg->path) == 0 || errno == ENOENT)
-            break;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Removes dir and the cgroups inside it, killing what runs there, until
+ * the deadline: the tree shares one (a deadline a level, each retried by
+ * the level above, took 209 s over a frozen process two levels down).
+ * Only a busy cgroup is retried; one that cannot be removed for another
+ * reason (EPERM, EACCES) is left at once. */
+static void destroy_until(const batchfit__cgroup *cg, double deadline)
+{
+    for (;;) {
+        if (rmdir(cg->path) == 0 || errno != EBUSY)
+            return;
         /* Its processes first (one of them may make cgroups inside it),
          * then what is inside. */
         batchfit__cgroup_kill(cg);
@@ -355,15 +361,26 @@ void batchfit__cgroup_destroy(batchfit__cgroup *cg)
                 continue;
             batchfit__cgroup inner = *cg;
             if (path_join(inner.path, sizeof inner.path, cg->path, "/", e->d_name) == 0)
-                batchfit__cgroup_destroy(&inner);
+                destroy_until(&inner, deadline);
         }
         if (d)
             closedir(d);
-        if (rmdir(cg->path) == 0 || errno == ENOENT)
-            break;
+        if (rmdir(cg->path) == 0 || errno != EBUSY || now_seconds() >= deadline)
+            return;
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* Kills every process left in the cgroup, then removes it, and the
+ * cgroups inside it first (a cgroup with children cannot be removed: a
+ * stale one a sweep found with one inside was retried for a second by
+ * every probe); a second in all at most. */
+void batchfit__cgroup_destroy(batchfit__cgroup *cg)
+{
+    if (!cg->path[0])
+        return;
+    destroy_until(cg, now_seconds() + 1.0);
     cg->path[0] = '\0';
 }
 

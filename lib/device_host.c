@@ -16,6 +16,28 @@ static void host_destroy(batchfit_device *dev)
     (void)dev;
 }
 
+/* A cgroup's directory as the note shows it: its name may hold any byte
+ * but '/' and NUL, and the note reaches terminals and JSON: bytes outside
+ * printable ASCII (and the backslash) are written \xNN; a path too long
+ * for out ends in "...", never cut unsaid. */
+static void shown_path(const char *path, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        char piece[8];
+        int plain = *p >= 0x20 && *p < 0x7f && *p != '\\';
+        int k = plain ? snprintf(piece, sizeof piece, "%c", *p)
+                      : snprintf(piece, sizeof piece, "\\x%02x", *p);
+        if (n + (size_t)k + 4 > len) {
+            snprintf(out + n, len - n, "...");
+            return;
+        }
+        memcpy(out + n, piece, (size_t)k);
+        n += (size_t)k;
+    }
+    out[n] = '\0';
+}
+
 /* The machine's memory, or less where a cgroup limits this process (a
  * container's memory limit, a job scheduler's, a systemd slice's): the
  * kernel kills past that limit with the machine's memory still free, and
@@ -29,22 +51,24 @@ static int host_memory(batchfit_device *dev, uint64_t *total, uint64_t *free_byt
     dev->note[0] = '\0';
     batchfit__memory_limit cg;
     if (batchfit__cgroup_memory_limit(&cg) == 0 && (cg.limit < *total || cg.room < *free_bytes)) {
-        char limit_text[32], room_text[32], machine[32];
+        char limit_text[32], room_text[32], machine[32], limit_at[600], room_at[600];
         batchfit_format_bytes((double)cg.limit, limit_text, sizeof limit_text);
         batchfit_format_bytes((double)cg.room, room_text, sizeof room_text);
         batchfit_format_bytes((double)*total, machine, sizeof machine);
+        shown_path(cg.limit_where, limit_at, sizeof limit_at);
+        shown_path(cg.room_where, room_at, sizeof room_at);
         /* The room may be under another cgroup than the limit: a looser
          * limit above, shared with processes outside this one. */
         if (strcmp(cg.limit_where, cg.room_where) == 0)
             snprintf(dev->note, sizeof dev->note,
-                     "a cgroup limits this process's memory to %s (%.700s), %s of it free (the machine "
+                     "a cgroup limits this process's memory to %s (%s), %s of it free (the machine "
                      "has %s)",
-                     limit_text, cg.limit_where, room_text, machine);
+                     limit_text, limit_at, room_text, machine);
         else
             snprintf(dev->note, sizeof dev->note,
-                     "a cgroup limits this process's memory to %s (%.400s), and %s is free under the "
-                     "limit of %.400s (the machine has %s)",
-                     limit_text, cg.limit_where, room_text, cg.room_where, machine);
+                     "a cgroup limits this process's memory to %s (%s), and %s is free under the "
+                     "limit of %s (the machine has %s)",
+                     limit_text, limit_at, room_text, room_at, machine);
         *total = cg.limit < *total ? cg.limit : *total;
         *free_bytes = cg.room < *free_bytes ? cg.room : *free_bytes;
     }

@@ -134,7 +134,7 @@ typedef struct search {
     unsigned creep_passed; /* times quiet points ran their own next size past that bound */
     int remembered;     /* the model's last look followed the remembered curve */
     int toss;           /* and settled on a coin toss that noisy points leave (see propose) */
-    char why[200];      /* why the model settled: the result's stop_reason */
+    char why[512];      /* why the model settled: the result's stop_reason */
     int quiet;          /* the model's last look at the points found them quiet (the prior
                            refuted): its stops rest on their measured scatter */
     int64_t step;       /* how far (in lattice indices) the last of them moved lo */

@@ -173,3 +173,106 @@ TEST(cgroup_memory_limit_is_the_tightest_ancestor_s)
     if (limited_before)
         CHECK_EQ(after.limit, before.limit);
 }
+
+/* A cgroup with a cgroup inside it, and a process running there, goes
+ * away whole: the process killed, the inner cgroup removed first (a stale
+ * one that held another was retried for a second by every probe and left
+ * behind). */
+TEST(cgroup_destroy_removes_what_is_inside)
+{
+    test_cgroups *c = test_cgroups_open(UINT64_C(96) << 20, UINT64_C(1) << 30);
+    if (!c)
+        return;
+    int made = c->made;
+    pid_t child = -1;
+    int ready[2] = {-1, -1};
+    if (made == 0 && pipe(ready) == 0) {
+        child = fork();
+        if (child == 0) {
+            close(ready[0]);
+            if (batchfit__cgroup_join_self(&c->inner, c->procs) != 0)
+                _exit(3);
+            ssize_t ignored = write(ready[1], "x", 1);
+            (void)ignored;
+            for (;;)
+                pause();
+        }
+        close(ready[1]);
+        char x;
+        ssize_t ignored = read(ready[0], &x, 1);
+        (void)ignored;
+        close(ready[0]);
+    }
+    char outer[BATCHFIT__CGROUP_PATH_MAX], inner[BATCHFIT__CGROUP_PATH_MAX];
+    snprintf(outer, sizeof outer, "%s", c->outer.path);
+    snprintf(inner, sizeof inner, "%s", c->inner.path);
+    batchfit__cgroup_destroy(&c->outer);
+    int status = 0;
+    if (child > 0)
+        waitpid(child, &status, 0);
+    struct stat st;
+    int inner_gone = stat(inner, &st) != 0, outer_gone = stat(outer, &st) != 0;
+    test_cgroups_close(c);
+    CHECK_EQ(made, 0);
+    CHECK(child > 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    CHECK(inner_gone);
+    CHECK(outer_gone);
+}
+
+/* A cgroup's name may hold any byte but '/' and NUL; the host's note,
+ * which reaches terminals and JSON, writes those outside printable ASCII
+ * as \xNN (a name with a control byte and a byte that is no UTF-8 went out
+ * raw). */
+TEST(cgroup_note_escapes_the_bytes_of_odd_names)
+{
+    test_cgroups *c = test_cgroups_open(UINT64_C(96) << 20, UINT64_C(1) << 30);
+    if (!c)
+        return;
+    int made = c->made;
+    char odd[BATCHFIT__CGROUP_PATH_MAX + 32], procs[BATCHFIT__CGROUP_PATH_MAX + 64];
+    snprintf(odd, sizeof odd, "%s/odd\x01\xff\\", c->inner.path);
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", odd);
+    int dir_made = made == 0 && mkdir(odd, 0755) == 0;
+    /* The tightest limit: the note names it. */
+    if (dir_made) {
+        char limit[BATCHFIT__CGROUP_PATH_MAX + 64];
+        snprintf(limit, sizeof limit, "%s/%s", odd,
+                 c->outer.version == 2 ? "memory.max" : "memory.limit_in_bytes");
+        int fd = open(limit, O_WRONLY | O_CLOEXEC);
+        dir_made = fd >= 0 && write(fd, "67108864", 8) == 8;
+        if (fd >= 0)
+            close(fd);
+    }
+    char note[BATCHFIT_ERRMSG_MAX] = "";
+    int pipefd[2];
+    if (dir_made && pipe(pipefd) == 0) {
+        pid_t child = fork();
+        if (child == 0) {
+            close(pipefd[0]);
+            char got[BATCHFIT_ERRMSG_MAX] = "(none)";
+            batchfit_ctx *ctx = NULL;
+            batchfit_device *host = NULL;
+            uint64_t total = 0, free_bytes = 0;
+            int fd = open(procs, O_WRONLY | O_CLOEXEC);
+            if (fd >= 0 && write(fd, "0", 1) == 1 && batchfit_ctx_create(NULL, &ctx) == BATCHFIT_OK &&
+                batchfit_device_open(ctx, "host", &host) == BATCHFIT_OK &&
+                batchfit_device_memory(host, &total, &free_bytes) == BATCHFIT_OK)
+                snprintf(got, sizeof got, "%s", batchfit_device_memory_note(host));
+            ssize_t ignored = write(pipefd[1], got, sizeof got);
+            (void)ignored;
+            _exit(0);
+        }
+        close(pipefd[1]);
+        ssize_t n = read(pipefd[0], note, sizeof note - 1);
+        note[n > 0 ? n : 0] = '\0';
+        close(pipefd[0]);
+        waitpid(child, NULL, 0);
+    }
+    rmdir(odd);
+    test_cgroups_close(c);
+    CHECK_EQ(made, 0);
+    CHECK(dir_made);
+    CHECK(strstr(note, "/odd\\x01\\xff\\x5c), ") != NULL);
+    CHECK(strchr(note, '\x01') == NULL && strchr(note, '\xff') == NULL);
+}
