@@ -3237,6 +3237,14 @@ static int search_finish(search *s, int rc)
          * measure: say that rather than only "use a smaller model". */
         char advice[640] = "; try a smaller model, gradient checkpointing, lower precision "
                            "(mixed 16-bit), a smaller margin, or a larger device";
+        /* Under a cgroup's limit (a container's, a job's) the device is
+         * that limit: raising it is the larger device. */
+        if (result->memory_note)
+            snprintf(advice, sizeof advice,
+                     "; try a smaller model, gradient checkpointing, lower precision (mixed "
+                     "16-bit), a smaller margin, or a higher memory limit for this container or "
+                     "job (%s)",
+                     result->memory_note);
         /* What it used in the budget's terms: on GPUs the device's peak. */
         int on_gpu = result->gpu_count > 0;
         uint64_t used_bytes = on_gpu ? d->device_peak_bytes : d->host_peak_bytes;

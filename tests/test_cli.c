@@ -2760,7 +2760,9 @@ TEST(cli_refuses_what_would_mislead)
  * takes its budget from it. Before, the budget was the machine's: a
  * program of 300 KiB a sample under a 300 MiB limit ran 11 trials, two of
  * them killed by the kernel, and kept 947, whose peak was 298 of the 300
- * MiB (no margin left); now 807 in 4, under a 5% margin. */
+ * MiB (no margin left); now 807 in 4, under a 5% margin. A program
+ * whose batch 1 does not fit is told to raise that limit, not to find "a
+ * larger device". */
 TEST(cli_host_memory_follows_a_cgroup_limit)
 {
     test_cgroups *c = test_cgroups_open(UINT64_C(200) << 20, UINT64_C(1) << 30);
@@ -2776,9 +2778,15 @@ TEST(cli_host_memory_follows_a_cgroup_limit)
     const char *info[] = {"info", "--json", NULL};
     const char *probe[] = {"probe", "--device", "host", "--no-cache", "--export-json", "-", "--",
                            tool(), "grow", "1024", "4096", NULL};
+    /* 192 MiB at batch 1: over the budget, under the limit. */
+    const char *too_big[] = {"probe", "--device", "host", "--no-cache", "--", tool(), "grow",
+                             "196000", "1024", NULL};
+    static run too_big_run;
+    int too_big_status = -1;
     if (made == 0) {
         info_status = cli_env(&info_run, info, envs);
         probe_status = cli_env(&probe_run, probe, envs);
+        too_big_status = cli_env(&too_big_run, too_big, envs);
     }
     /* Removed before anything is checked: a failed check leaves no cgroup. */
     test_cgroups_close(c);
@@ -2802,4 +2810,10 @@ TEST(cli_host_memory_follows_a_cgroup_limit)
      * let it run to the limit. */
     unsigned long long batch = result_number(probe_run.out, "batch_size");
     CHECK(batch >= 140 && batch <= 180);
+    /* Where even batch 1 does not fit, the larger device is a higher
+     * limit for the container or job. */
+    CHECK_EQ(too_big_status, 3);
+    CHECK_CONTAINS(too_big_run.err, "even the minimum batch size 1 does not fit");
+    CHECK_CONTAINS(too_big_run.err, "or a higher memory limit for this container or job (a "
+                                    "cgroup limits this process's memory to 200.00 MiB (");
 }
