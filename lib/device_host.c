@@ -59,16 +59,12 @@ static int host_memory(batchfit_device *dev, uint64_t *total, uint64_t *free_byt
         shown_path(cg.room_where, room_at, sizeof room_at);
         /* The room may be under another cgroup than the limit: a looser
          * limit above, shared with processes outside this one. */
-        if (strcmp(cg.limit_where, cg.room_where) == 0)
-            snprintf(dev->note, sizeof dev->note,
-                     "a cgroup limits this process's memory to %s (%s), %s of it free (the machine "
-                     "has %s)",
-                     limit_text, limit_at, room_text, machine);
-        else
-            snprintf(dev->note, sizeof dev->note,
-                     "a cgroup limits this process's memory to %s (%s), and %s is free under the "
-                     "limit of %s (the machine has %s)",
-                     limit_text, limit_at, room_text, room_at, machine);
+        int same = strcmp(cg.limit_where, cg.room_where) == 0;
+        snprintf(dev->note, sizeof dev->note,
+                 "a cgroup limits this process's memory to %s (%s), %s%s%s%s (the machine has %s)",
+                 limit_text, limit_at, same ? "" : "and ", room_text,
+                 same ? " of it free" : " is free under the limit of ", same ? "" : room_at,
+                 machine);
         *total = cg.limit < *total ? cg.limit : *total;
         *free_bytes = cg.room < *free_bytes ? cg.room : *free_bytes;
     }

@@ -2475,21 +2475,21 @@ static int settle_at_lo(search *s, const view *v, int64_t *next)
                     /* Where the peaks repeat and stray from the line, the
                      * band is the line's misfit (a bend, a step), not a
                      * re-run's wander: said so. */
+                    char band[256] = "their scatter of the acceptance threshold, where a "
+                                     "re-run could go either way";
                     if (misfit) {
                         char stray[32];
                         batchfit_format_bytes(v->fit.max_residual_bytes, stray, sizeof stray);
-                        return settled(s, "the %s through the measured peaks predicts %llu "
-                                          "(not run) within its misfit of the acceptance "
-                                          "threshold: the peaks repeat and stray from it by "
-                                          "up to %s (memory grows in steps or bends here), so "
-                                          "larger sizes may still fit, which only more trials "
-                                          "(--strategy bisect) would find",
-                                       model_name(v), next_size(s), stray);
+                        snprintf(band, sizeof band,
+                                 "its misfit of the acceptance threshold: the peaks repeat and "
+                                 "stray from it by up to %s (memory grows in steps or bends "
+                                 "here), so larger sizes may still fit, which only more trials "
+                                 "(--strategy bisect) would find",
+                                 stray);
                     }
                     return settled(s, "the %s through the measured peaks predicts %llu "
-                                      "(not run) within their scatter of the acceptance "
-                                      "threshold, where a re-run could go either way",
-                                   model_name(v), next_size(s));
+                                      "(not run) within %s",
+                                   model_name(v), next_size(s), band);
                 }
                 *next = i;
                 return 0;
@@ -3235,16 +3235,15 @@ static int search_finish(search *s, int rc)
          * with little memory used may have recovered from it (a retry at a
          * smaller size), or run out on a device this probe does not
          * measure: say that rather than only "use a smaller model". */
-        char advice[640] = "; try a smaller model, gradient checkpointing, lower precision "
-                           "(mixed 16-bit), a smaller margin, or a larger device";
+        char advice[BATCHFIT_ERRMSG_MAX];
         /* Under a cgroup's limit (a container's, a job's) the device is
          * that limit: raising it is the larger device. */
-        if (result->memory_note)
-            snprintf(advice, sizeof advice,
-                     "; try a smaller model, gradient checkpointing, lower precision (mixed "
-                     "16-bit), a smaller margin, or a higher memory limit for this container or "
-                     "job (%s)",
-                     result->memory_note);
+        snprintf(advice, sizeof advice,
+                 "; try a smaller model, gradient checkpointing, lower precision (mixed 16-bit), "
+                 "a smaller margin, or %s%s%s",
+                 result->memory_note ? "a higher memory limit for this container or job ("
+                                     : "a larger device",
+                 result->memory_note ? result->memory_note : "", result->memory_note ? ")" : "");
         /* What it used in the budget's terms: on GPUs the device's peak. */
         int on_gpu = result->gpu_count > 0;
         uint64_t used_bytes = on_gpu ? d->device_peak_bytes : d->host_peak_bytes;

@@ -15,9 +15,8 @@ static void print_preamble(const session *s, const batchfit_result *r)
     if (r->cache_hit)
         fprintf(stderr, "batchfit: cache: %s remembers batch size %llu; verifying it\n",
                 r->cache_key, (unsigned long long)r->cache_remembered);
-    const char *limited = s->device ? batchfit_device_memory_note(s->device) : "";
-    if (limited[0])
-        fprintf(stderr, "batchfit: host memory: %s\n", limited);
+    if (r->memory_note)
+        fprintf(stderr, "batchfit: host memory: %s\n", r->memory_note);
     if (r->mechanisms)
         fprintf(stderr, "batchfit: %s\n", r->mechanisms);
     if (r->gpu_count) {
