@@ -1374,6 +1374,34 @@ static int pipe_cloexec(int fds[2])
     return 0;
 }
 
+/* Under a cgroup's memory limit above batchfit (a container's, a job's,
+ * a systemd slice's), a trial that outgrows it makes the kernel pick a
+ * process to kill among all of that cgroup's, batchfit included; and for
+ * a few milliseconds after it killed the trial (its memory not yet
+ * uncharged), any page batchfit touches sets it choosing again, among
+ * batchfit and its guard only: a program too large for batch 1 under a
+ * 20 MiB limit killed batchfit in about one probe of five (exit 137,
+ * nothing said). The trial's own cgroup is therefore capped at the room
+ * left under the tightest enclosing limit, less a reserve of a hundredth
+ * of that limit (2 to 64 MiB) for batchfit: the trial then runs out of
+ * memory in its own cgroup, the kernel chooses among its processes only,
+ * and the enclosing cgroup never reaches its limit. The cap lies above
+ * any budget on such a host (the budget is the room less the margin).
+ * 0: no enclosing limit. */
+static uint64_t room_under_enclosing_limit(void)
+{
+    batchfit__memory_limit lim;
+    if (batchfit__cgroup_memory_limit(&lim) != 0 || !lim.limit)
+        return 0;
+    uint64_t reserve = lim.limit / 100;
+    if (reserve < ((uint64_t)2 << 20))
+        reserve = (uint64_t)2 << 20;
+    if (reserve > ((uint64_t)64 << 20))
+        reserve = (uint64_t)64 << 20;
+    uint64_t page = 4096;
+    return lim.room > reserve + page ? lim.room - reserve : page;
+}
+
 int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_trial *trial)
 {
     if (!runner || !trial || batch == 0)
@@ -1397,6 +1425,9 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                               "out of memory listing this process's children");
     }
     uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
+    uint64_t room = room_under_enclosing_limit();
+    if (room && (!cap || room < cap))
+        cap = room;
     if (r->cg.version && batchfit__cgroup_create(&r->cg, cap) == 0)
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
     /* Started before the trial and its pipes, so its fork delays none of

@@ -2817,3 +2817,58 @@ TEST(cli_host_memory_follows_a_cgroup_limit)
     CHECK_CONTAINS(too_big_run.err, "or a higher memory limit for this container or job (a "
                                     "cgroup limits this process's memory to 200.00 MiB (");
 }
+
+/* How often a cgroup's usage met its limit: v1 memory.failcnt, v2 the
+ * "max" count of memory.events; -1 where it cannot be read. */
+static long limit_hits(const batchfit__cgroup *cg)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX], text[4096];
+    if (batchfit__cgroup_file(cg, cg->version == 2 ? "memory.events" : "memory.failcnt", file,
+                              sizeof file) != 0)
+        return -1;
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (cg->version == 1)
+        return strtol(text, NULL, 10);
+    const char *max = strstr(text, "\nmax ");
+    if (!max && strncmp(text, "max ", 4) == 0)
+        max = text - 1;
+    return max ? strtol(max + 5, NULL, 10) : -1;
+}
+
+/* Under a container's limit, a trial too large for it runs out of memory
+ * in its own cgroup, capped under the room the limit leaves: the enclosing
+ * cgroup never meets its limit, so the kernel never has batchfit to choose
+ * from (it killed batchfit in about one probe of five, exit 137). */
+TEST(cli_trials_run_out_of_memory_inside_a_container_s_limit)
+{
+    test_cgroups *c = test_cgroups_open(UINT64_C(100) << 20, UINT64_C(1) << 30);
+    if (!c)
+        return;
+    int made = c->made, status[3] = {-1, -1, -1};
+    long hits = -2;
+    char join[BATCHFIT__CGROUP_PATH_MAX + 16];
+    snprintf(join, sizeof join, "TEST_CGROUP=%s", c->procs);
+    const char *envs[] = {join, NULL};
+    /* 293 MiB at batch 1, three times the limit; without the watchdog,
+     * which would otherwise stop it past the budget first on some runs. */
+    const char *too_big[] = {"probe", "--device", "host", "--no-cache", "--no-watchdog", "--",
+                             tool(), "grow", "300000", "1024", NULL};
+    static run runs[3];
+    if (made == 0) {
+        for (int i = 0; i < 3; i++)
+            status[i] = cli_env(&runs[i], too_big, envs);
+        hits = limit_hits(&c->outer);
+    }
+    test_cgroups_close(c);
+    CHECK_EQ(made, 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(status[i], 3);
+        CHECK_CONTAINS(runs[i].err, "even the minimum batch size 1 does not fit");
+    }
+    CHECK_EQ(hits, 0);
+}
