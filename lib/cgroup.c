@@ -116,13 +116,23 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+/* The inode of this process's PID namespace: a pid in a cgroup's name
+ * means something only in the namespace it was taken in (a probe in a
+ * container or under unshare -p shares its memory cgroup with probes
+ * outside, where its pid is another process's or none). 0: unknown. */
+static unsigned long long pid_namespace(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
 /* Tries to make a test child cgroup under parent that has the memory
  * files we need; removes it again. */
 static int probe_parent(int version, const char *parent, char *why, size_t why_len)
 {
     char dir[BATCHFIT__CGROUP_PATH_MAX], file[BATCHFIT__CGROUP_PATH_MAX];
     char leaf[64];
-    snprintf(leaf, sizeof leaf, "/batchfit-probe-%ld", (long)getpid());
+    snprintf(leaf, sizeof leaf, "/batchfit-probe-%ld-%llu", (long)getpid(), pid_namespace());
     if (path_join(dir, sizeof dir, parent, leaf, "") != 0)
         return -1;
     if (mkdir(dir, 0755) != 0) {
@@ -175,8 +185,9 @@ int batchfit__cgroup_detect(batchfit__cgroup *cg)
 int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes)
 {
     static unsigned counter;
-    char leaf[64];
-    snprintf(leaf, sizeof leaf, "/batchfit-%ld-%u", (long)getpid(), ++counter);
+    char leaf[80];
+    snprintf(leaf, sizeof leaf, "/batchfit-%ld-%u-%llu", (long)getpid(), ++counter,
+             pid_namespace());
     if (path_join(cg->path, sizeof cg->path, cg->parent, leaf, "") != 0 ||
         mkdir(cg->path, 0755) != 0) {
         cg->path[0] = '\0';
@@ -277,18 +288,32 @@ int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count)
     return 0;
 }
 
-/* The owner pid in a trial cgroup's name: "batchfit-<pid>-<n>" (a trial)
- * or "batchfit-probe-<pid>" (detection); 0 for any other name. */
-static long owner_pid(const char *name)
+/* The owner pid in a trial cgroup's name: "batchfit-<pid>-<n>-<ns>" (a
+ * trial) or "batchfit-probe-<pid>-<ns>" (detection), ns the owner's PID
+ * namespace (pid_namespace; *ns 0 where the name has none, as earlier
+ * versions wrote it); 0 for any other name. */
+static long owner_pid(const char *name, unsigned long long *ns)
 {
-    const char *p = strncmp(name, "batchfit-probe-", 15) == 0 ? name + 15
-                    : strncmp(name, "batchfit-", 9) == 0     ? name + 9
-                                                            : NULL;
+    int probe = strncmp(name, "batchfit-probe-", 15) == 0;
+    const char *p = probe ? name + 15 : strncmp(name, "batchfit-", 9) == 0 ? name + 9 : NULL;
+    *ns = 0;
     if (!p || *p < '1' || *p > '9')
         return 0;
     char *end;
     long pid = strtol(p, &end, 10);
-    return *end == '\0' || *end == '-' ? pid : 0;
+    if (*end == '\0')
+        return pid;
+    if (*end != '-')
+        return 0;
+    if (!probe) { /* the trial's number */
+        strtoul(end + 1, &end, 10);
+        if (*end == '\0')
+            return pid;
+        if (*end != '-')
+            return 0;
+    }
+    *ns = strtoull(end + 1, &end, 10);
+    return *end == '\0' ? pid : 0;
 }
 
 unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
@@ -298,14 +323,20 @@ unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
         return 0;
     unsigned removed = 0;
     long self = (long)getpid();
+    unsigned long long own_ns = pid_namespace();
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long owner = owner_pid(e->d_name);
+        unsigned long long ns;
+        long owner = owner_pid(e->d_name, &ns);
         /* A live owner, or a pid reused since, keeps its cgroup: only a
          * certainly dead one (ESRCH, or a zombie its parent has not reaped
          * yet: a batchfit killed under timeout -s KILL stays one until its
-         * shell waits, and kept its trials running meanwhile) is swept. */
-        if (!owner || owner == self ||
+         * shell waits, and kept its trials running meanwhile) is swept. An
+         * owner in another PID namespace cannot be asked: its cgroup is
+         * left to it (and its guard). A probe under unshare -p, pid 403
+         * there and no process here, had its running trial killed by a
+         * probe outside, and answered that batch 1 did not fit. */
+        if (!owner || owner == self || (ns && ns != own_ns) ||
             ((kill((pid_t)owner, 0) == 0 || errno != ESRCH) && !batchfit__proc_exited(owner)))
             continue;
         batchfit__cgroup stale = *cg;

@@ -276,3 +276,74 @@ TEST(cgroup_note_escapes_the_bytes_of_odd_names)
     CHECK(strstr(note, "/odd\\x01\\xff\\x5c), ") != NULL);
     CHECK(strchr(note, '\x01') == NULL && strchr(note, '\xff') == NULL);
 }
+
+/* A trial cgroup's name holds its owner's pid and PID namespace. The sweep
+ * removes one whose owner is dead here, and one named as earlier versions
+ * named them (no namespace), but not one made in another PID namespace,
+ * where the pid is not ours to ask of (a probe under unshare -p had its
+ * running trial killed by a probe outside, and answered "does not fit"). */
+TEST(cgroup_sweep_leaves_another_pid_namespace_s_trials)
+{
+    batchfit__cgroup cg;
+    if (batchfit__cgroup_detect(&cg) != 0) {
+        fprintf(stderr, "    skipped: %s\n", cg.why_not);
+        return;
+    }
+    struct stat ns;
+    CHECK_EQ(stat("/proc/self/ns/pid", &ns), 0);
+    /* A pid that is no process here. */
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    CHECK(dead > 0);
+    waitpid(dead, NULL, 0);
+    char other[BATCHFIT__CGROUP_PATH_MAX + 64], ours[BATCHFIT__CGROUP_PATH_MAX + 64],
+        legacy[BATCHFIT__CGROUP_PATH_MAX + 64], procs[BATCHFIT__CGROUP_PATH_MAX + 96];
+    snprintf(other, sizeof other, "%s/batchfit-%ld-1-%llu", cg.parent, (long)dead,
+             (unsigned long long)ns.st_ino + 1);
+    snprintf(ours, sizeof ours, "%s/batchfit-%ld-2-%llu", cg.parent, (long)dead,
+             (unsigned long long)ns.st_ino);
+    snprintf(legacy, sizeof legacy, "%s/batchfit-%ld-3", cg.parent, (long)dead);
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", other);
+    int made = mkdir(other, 0755) == 0;
+    made += mkdir(ours, 0755) == 0;
+    made += mkdir(legacy, 0755) == 0;
+    /* Another namespace's trial, running. */
+    int go[2];
+    CHECK_EQ(pipe(go), 0);
+    pid_t running = fork();
+    if (running == 0) {
+        char c;
+        close(go[1]);
+        ssize_t ignored = read(go[0], &c, 1);
+        (void)ignored;
+        _exit(0);
+    }
+    close(go[0]);
+    int joined = 0;
+    int fd = open(procs, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%ld", (long)running);
+        joined = write(fd, pid, (size_t)n) == n;
+        close(fd);
+    }
+    unsigned removed = batchfit__cgroup_sweep(&cg);
+    struct stat st;
+    int other_left = stat(other, &st) == 0, ours_left = stat(ours, &st) == 0,
+        legacy_left = stat(legacy, &st) == 0;
+    int running_alive = waitpid(running, NULL, WNOHANG) == 0;
+    /* Removed before anything is checked. */
+    close(go[1]);
+    waitpid(running, NULL, 0);
+    rmdir(other);
+    rmdir(ours);
+    rmdir(legacy);
+    CHECK_EQ(made, 3);
+    CHECK(joined);
+    CHECK_EQ(removed, 2u);
+    CHECK(other_left);
+    CHECK(running_alive);
+    CHECK(!ours_left);
+    CHECK(!legacy_left);
+}
