@@ -11,9 +11,52 @@ typedef struct step_source {
     const batchfit_step *step;
     void *userdata;
     batchfit_device *device;
-    const batchfit_result *result;
+    batchfit_result *result;
     void *state;
+    unsigned trials;     /* run so far */
+    uint64_t first_held; /* the process's memory as the first trial began */
+    int leak_said;       /* the warning below was given */
 } step_source;
+
+/* A step that keeps memory from one trial to the next (a list of losses
+ * that hold their graphs, a cache that grows with the batch) raises what
+ * this process holds as each trial begins, and on the host, where a
+ * trial's peak is the whole process's, every later peak counts it: the
+ * search then reads nonsense (batch 71 fitting where 72 did not, 100-130
+ * MiB leaked under a budget of 100 MiB) and answers far below what fits
+ * (66-71 where 277 fits). Said once where the memory held as a trial
+ * begins has grown past the first trial's by an eighth of the budget (16
+ * MiB at least: allocator caches, a library's first use). The host only:
+ * a GPU's caching allocator keeps what it reserved on purpose. */
+static int held_between_trials(step_source *p, uint64_t batch)
+{
+    const batchfit_device_ops *ops = p->device->ops;
+    uint64_t held;
+    p->trials++;
+    if (p->leak_said || !p->result || !p->result->budget.known ||
+        strcmp(ops->kind, "host") != 0 || !ops->usage || ops->usage(p->device, &held) != BATCHFIT_OK)
+        return BATCHFIT_OK;
+    if (p->trials == 1) {
+        p->first_held = held;
+        return BATCHFIT_OK;
+    }
+    uint64_t allowed = p->result->budget.budget_bytes / 8;
+    if (allowed < (UINT64_C(16) << 20))
+        allowed = UINT64_C(16) << 20;
+    if (held <= p->first_held || held - p->first_held <= allowed)
+        return BATCHFIT_OK;
+    p->leak_said = 1;
+    char grown[32];
+    batchfit_format_bytes((double)(held - p->first_held), grown, sizeof grown);
+    return batchfit__result_warn(
+        p->device->ctx, p->result,
+        "this process held %s more as trial %u (batch size %llu) began than as the first did: "
+        "the step keeps memory from one trial to the next (a list of losses that hold their "
+        "graphs, a cache that grows with the batch), which every later trial's peak counts, so "
+        "the sizes found are smaller than what fits; let run() drop what it made (loss.item(), "
+        "del), or probe the training as a command (batchfit probe -- ...)",
+        grown, p->trials, (unsigned long long)batch);
+}
 
 static int step_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
 {
@@ -29,6 +72,9 @@ static int step_trial(void *userdata, uint64_t batch, batchfit_trial *trial)
         report.budget_bytes = p->result->budget.budget_bytes;
     if (ops->peak_begin)
         ops->peak_begin(p->device);
+    int rc = held_between_trials(p, batch);
+    if (rc)
+        return rc;
     double start = batchfit__now();
     batchfit_outcome outcome = p->step->run(p->state, batch, &report);
     trial->seconds = batchfit__now() - start;

@@ -617,6 +617,13 @@ class TrialOverBudget(BaseException):
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+def _bytes_text(n: int) -> str:
+    """n bytes as the library writes sizes ("1.50 GiB")."""
+    buf = ctypes.create_string_buffer(32)
+    lib.batchfit_format_bytes(float(n), buf, len(buf))
+    return buf.value.decode()
+
+
 def _self_rss() -> Optional[int]:
     try:
         with open("/proc/self/statm", "rb") as f:
@@ -812,13 +819,16 @@ class _StepCall:
                 if seen:
                     rep.peak_known, rep.peak_bytes = 1, seen
                 also = "" if isinstance(exc, TrialOverBudget) else f"; it raised {_describe(exc)}"
+                budget = int(rep.budget_bytes)
+                limit = guard.limit if guard is not None else budget + budget // 4
+                why = (f"the budget of {_bytes_text(budget)} and a quarter"
+                       if limit >= budget + budget // 4 else
+                       "128 MiB short of what the system had left, where the kernel's "
+                       "out-of-memory killer would end this process")
                 _write_message(ctypes.addressof(rep) + _lib.StepReport.message.offset,
                                _lib.MESSAGE_MAX,
-                               f"TrialOverBudget: stopped at {seen} bytes resident, past "
-                               f"{guard.limit if guard is not None else 0} (the budget of "
-                               f"{int(rep.budget_bytes)} and a quarter, or what the system had "
-                               f"left): the kernel's out-of-memory killer would end this "
-                               f"process{also}")
+                               f"TrialOverBudget: stopped at {_bytes_text(seen)} resident, past "
+                               f"{_bytes_text(limit)} ({why}){also}")
                 return _lib.OOM
             if not isinstance(exc, KeyboardInterrupt) and is_out_of_memory(exc):
                 # What was in use is known on a CUDA device only: on the host the failed

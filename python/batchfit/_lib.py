@@ -105,6 +105,7 @@ _PROTOTYPES = {
     "batchfit_vram_limit_flag": (c_char_p, []),
     "batchfit_vram_limit_help": (c_char_p, []),
     "batchfit_error_name": (c_char_p, [c_int]),
+    "batchfit_format_bytes": (None, [ctypes.c_double, c_char_p, c_size_t]),
     "batchfit_exit_status": (c_int, [c_int]),
     "batchfit_ctx_create": (c_int, [c_void_p, POINTER(c_void_p)]),
     "batchfit_ctx_free": (None, [c_void_p]),
