@@ -645,27 +645,30 @@ static int drain(batchfit__runner *r, output *o, stream *st, int fd)
     return 1; /* more next wakeup */
 }
 
-static const char *signal_name(int sig)
+/* The signal's name (SIGUSR1, not "signal 10"); buf holds a real-time
+ * signal's (SIGRTMIN+n). */
+static const char *signal_name(int sig, char *buf, size_t len)
 {
+#define NAMED(s)                                                                                   \
+    case s:                                                                                        \
+        return #s;
     switch (sig) {
-    case SIGKILL:
-        return "SIGKILL";
-    case SIGSEGV:
-        return "SIGSEGV";
-    case SIGABRT:
-        return "SIGABRT";
-    case SIGBUS:
-        return "SIGBUS";
-    case SIGTERM:
-        return "SIGTERM";
-    case SIGINT:
-        return "SIGINT";
-    case SIGFPE:
-        return "SIGFPE";
-    case SIGILL:
-        return "SIGILL";
-    case SIGPIPE:
-        return "SIGPIPE";
+        NAMED(SIGHUP) NAMED(SIGINT) NAMED(SIGQUIT) NAMED(SIGILL) NAMED(SIGTRAP) NAMED(SIGABRT)
+        NAMED(SIGBUS) NAMED(SIGFPE) NAMED(SIGKILL) NAMED(SIGUSR1) NAMED(SIGSEGV) NAMED(SIGUSR2)
+        NAMED(SIGPIPE) NAMED(SIGALRM) NAMED(SIGTERM) NAMED(SIGCHLD) NAMED(SIGCONT) NAMED(SIGSTOP)
+        NAMED(SIGTSTP) NAMED(SIGTTIN) NAMED(SIGTTOU) NAMED(SIGURG) NAMED(SIGXCPU) NAMED(SIGXFSZ)
+        NAMED(SIGVTALRM) NAMED(SIGPROF) NAMED(SIGWINCH) NAMED(SIGIO) NAMED(SIGSYS)
+#ifdef SIGSTKFLT
+        NAMED(SIGSTKFLT)
+#endif
+#ifdef SIGPWR
+        NAMED(SIGPWR)
+#endif
+    }
+#undef NAMED
+    if (sig >= SIGRTMIN && sig <= SIGRTMAX) {
+        snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+        return buf;
     }
     return "a signal";
 }
@@ -1051,9 +1054,10 @@ static uint64_t host_peak(const batchfit__runner *r, const watch *w, batchfit_tr
 /* What the command's own end says, for a message. */
 static void describe_end(const batchfit_trial_process *d, char *out, size_t len)
 {
+    char rt[32];
     if (d->signal)
         snprintf(out, len, "killed by signal %d (%s, status %d)", d->signal,
-                 signal_name(d->signal), 128 + d->signal);
+                 signal_name(d->signal, rt, sizeof rt), 128 + d->signal);
     else
         snprintf(out, len, "exited with status %d", d->exit_code);
 }
@@ -1321,22 +1325,20 @@ static void classify(batchfit__runner *r, const watch *w, const output *o, batch
         trial->outcome = near_cap && r->opts.crash_is_oom ? BATCHFIT_OOM : BATCHFIT_ERROR;
         if (near_cap) {
             batchfit_format_bytes((double)r->opts.enforce_bytes, limit, sizeof limit);
-            char reason[112];
+            char reason[112], end[48];
             if (near_rss_cap)
                 snprintf(reason, sizeof reason,
                          "its peak %s was within 10%% of the --enforce cap of %s", peak, limit);
             else
                 snprintf(reason, sizeof reason, "it ran under the virtual-memory cap of %s",
                          limit);
+            describe_end(d, end, sizeof end);
             snprintf(trial->message, sizeof trial->message,
-                     "killed by signal %d (%s, status %d); %s: this looks like an unchecked "
-                     "allocation failing%s",
-                     d->signal, signal_name(d->signal), 128 + d->signal, reason,
+                     "%s; %s: this looks like an unchecked allocation failing%s", end, reason,
                      r->opts.crash_is_oom ? " (counted as out of memory: --crash-is-oom)"
                                           : " (--crash-is-oom counts it as out of memory)");
         } else {
-            snprintf(trial->message, sizeof trial->message, "killed by signal %d (%s, status %d)",
-                     d->signal, signal_name(d->signal), 128 + d->signal);
+            describe_end(d, trial->message, sizeof trial->message);
         }
         return;
     }

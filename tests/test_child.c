@@ -236,6 +236,21 @@ TEST(child_signals_and_exit_codes)
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);
     CHECK_CONTAINS(t.message, "SIGABRT");
 
+    /* Every signal by its name, a real-time one by its place after SIGRTMIN
+     * (SIGUSR1 read "signal 10 (a signal, status 138)"). */
+    char expected[64];
+    const char *usr1[] = {tool(), "signal", "usr1", NULL};
+    CHECK_EQ(trial(&o, usr1, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_ERROR);
+    snprintf(expected, sizeof expected, "signal %d (SIGUSR1, status %d)", SIGUSR1, 128 + SIGUSR1);
+    CHECK_CONTAINS(t.message, expected);
+    const char *rt3[] = {tool(), "signal", "rt3", NULL};
+    CHECK_EQ(trial(&o, rt3, 1, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_ERROR);
+    snprintf(expected, sizeof expected, "signal %d (SIGRTMIN+3, status %d)", SIGRTMIN + 3,
+             128 + SIGRTMIN + 3);
+    CHECK_CONTAINS(t.message, expected);
+
     const char *bug[] = {tool(), "print", "ValueError: shapes (3,) and (4,) not aligned", "3", NULL};
     CHECK_EQ(trial(&o, bug, 1, &t), BATCHFIT_OK);
     CHECK_EQ(t.outcome, BATCHFIT_ERROR);

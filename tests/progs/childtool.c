@@ -262,6 +262,10 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         if (strcmp(argv[2], "term") == 0)
             raise(SIGTERM);
+        if (strcmp(argv[2], "usr1") == 0)
+            raise(SIGUSR1);
+        if (strcmp(argv[2], "rt3") == 0)
+            raise(SIGRTMIN + 3);
         return 3;
     }
     if (strcmp(mode, "hang") == 0) {
