@@ -360,13 +360,20 @@ static int apply(batchfit_ctx *ctx, probe_cli *c, const option_def *def, const c
             return fail_ctx(ctx);
         return 0;
     case OPT_SECONDS: {
+        /* Blanks around the number are read past, as the library's
+         * parsers read them (--max ' 5' was taken, --timeout ' 5'
+         * refused); decimal only: strtod also reads "0x10" and
+         * "infinity". */
+        const char *s = value;
+        while (*s == ' ' || *s == '\t')
+            s++;
         char *end;
         errno = 0;
-        double v = strtod(value, &end);
-        /* Decimal only: strtod also reads " 5", "0x10" and "infinity". */
-        int decimal = (isdigit((unsigned char)value[0]) || value[0] == '.') &&
-                      !strpbrk(value, "xXpP");
-        if (!decimal || errno || end == value || *end || !isfinite(v) || v <= 0.0 || v > 1e9) {
+        double v = strtod(s, &end);
+        int decimal = (isdigit((unsigned char)s[0]) || s[0] == '.') && !strpbrk(s, "xXpP");
+        while (*end == ' ' || *end == '\t')
+            end++;
+        if (!decimal || errno || end == s || *end || !isfinite(v) || v <= 0.0 || v > 1e9) {
             char message[512];
             snprintf(message, sizeof message,
                      "%s: invalid value \"%.200s\": expected a positive number, at most 1e9",
@@ -469,6 +476,20 @@ int probe_parse_args(batchfit_ctx *ctx, probe_cli *c, int argc, char **argv)
             return usage_error("%s takes no value", def->name);
         }
         size_t k = (size_t)(def - options);
+        /* Two switches that set one setting opposite ways (--cache
+         * --no-cache) are an option given twice too. */
+        if (!value && def->kind == OPT_FLAG) {
+            for (size_t j = 0; j < OPTION_COUNT; j++)
+                if (j != k && given[j] && options[j].kind == OPT_FLAG && !options[j].arg &&
+                    options[j].offset == def->offset && options[j].limit != def->limit &&
+                    twice_count < OPTION_COUNT) {
+                    snprintf(twice[twice_count++], sizeof twice[0],
+                             "%s and %s both given; the last, %s, wins", options[j].name,
+                             def->name, def->name);
+                    given[j] = NULL;
+                }
+            given[k] = def->name;
+        }
         if (value && def->special != add_oom_pattern) {
             if (given[k] && strcmp(given[k], value) != 0 && twice_count < OPTION_COUNT)
                 snprintf(twice[twice_count++], sizeof twice[0],

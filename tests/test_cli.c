@@ -412,7 +412,8 @@ TEST(cli_bad_values_exit_2_naming_the_flag_and_run_nothing)
         {"--timeout", "-3", "--timeout"},
         {"--timeout", "abc", "--timeout"},
         {"--timeout", "0x10", "--timeout: invalid value \"0x10\""},
-        {"--sample-interval", " 5", "--sample-interval"},
+        {"--sample-interval", "5 5", "--sample-interval"},
+        {"--timeout", " ", "--timeout"},
         {"--sample-interval", "0", "--sample-interval"},
         {"--oom-pattern", "(unclosed", "--oom-pattern"},
         {"--style", "fancy", "--style"},
@@ -1479,6 +1480,17 @@ TEST(cli_an_option_given_twice_is_said)
                               "--", tool(), "exit", "0", "{batch}", NULL};
     CHECK_EQ(cli(&r, patterns, NULL), 0);
     CHECK(strstr(r.err, "given twice") == NULL);
+    /* Two switches that set one setting opposite ways are the same
+     * (--cache --no-cache ran without a word); one switch twice is not. */
+    const char *opposite[] = {"probe", "--device", "sim:capacity=1GiB", "--max", "10", "--cache",
+                              "--no-cache", NULL};
+    CHECK_EQ(cli(&r, opposite, NULL), 0);
+    CHECK_CONTAINS(r.err, "batchfit: warning: --cache and --no-cache both given; the last, "
+                          "--no-cache, wins");
+    const char *repeated[] = {"probe", "--device", "sim:capacity=1GiB", "--max", "10",
+                              "--no-cache", "--no-cache", NULL};
+    CHECK_EQ(cli(&r, repeated, NULL), 0);
+    CHECK(strstr(r.err, "both given") == NULL);
 }
 
 /* An error trial whose last lines speak of memory in words batchfit does

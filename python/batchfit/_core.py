@@ -276,25 +276,29 @@ def requested_batch_size(hyperparameters: Optional[Mapping[str, Any]]) -> Option
                         f"{hyperparameters!r} ({type(hyperparameters).__name__})")
     if not hyperparameters:
         return None
-    value = hyperparameters.get(REQUESTED_BATCH_SIZE)
+    return _requested_max(hyperparameters.get(REQUESTED_BATCH_SIZE),
+                          f"hyperparameters {REQUESTED_BATCH_SIZE}", 9)
+
+
+def _requested_max(value: Any, what: str, code: int) -> Optional[int]:
+    """A requested maximum as the CLI's --max and a hyperparameters file read it: None, "",
+    "none" and 0 are "the device decides" (None); a whole float (16.0, as YAML and argparse's
+    type=float give it) is that number; True/False, 2.5 and anything that is no number or
+    text ([16], {}) are refused (error code ``code``), naming ``what``."""
     if value is None:
         return None
     value = _plain(value)
     if isinstance(value, (bool, float)) or not isinstance(
             value, (str, bytes, numbers.Real, decimal.Decimal)):
-        # A whole float (16.0, as YAML and argparse's type=float give it) is that number;
-        # True/False, 2.5 and anything that is no number or text ([16], {}) are refused.
         if isinstance(value, float) and value.is_integer() and value >= 0:
             value = int(value)
         else:
-            raise error_for(9, f"hyperparameters {REQUESTED_BATCH_SIZE}: invalid value "
-                               f"{value!r}: expected a positive whole number, or 0, None or "
-                               f"\"\" for \"the device decides\"")
+            raise error_for(code, f"{what}: invalid value {value!r}: expected a positive whole "
+                                  f"number, or 0, None or \"\" for \"the device decides\"")
     with _Context() as ctx:
         out = c_uint64()
-        ctx.check(lib.batchfit_parse_requested_size(
-            ctx.ptr, _text(value, f"hyperparameters {REQUESTED_BATCH_SIZE}"), f"hyperparameters {REQUESTED_BATCH_SIZE}".encode(),
-            byref(out)))
+        ctx.check(lib.batchfit_parse_requested_size(ctx.ptr, _text(value, what), what.encode(),
+                                                    byref(out)))
         return out.value or None
 
 
@@ -494,7 +498,7 @@ def _options(ctx: _Context, keep: _Keep, *, max_batch_size: Optional[int], minim
              cache_dir: Optional[str], no_device: str) -> _lib.Options:
     opts = _lib.Options()
     lib.batchfit_options_init(byref(opts))
-    opts.requested_max = _count(max_batch_size, "max_batch_size")
+    opts.requested_max = _requested_max(max_batch_size, "max_batch_size", 1) or 0
     opts.min_batch = _count(minimum, "minimum", least=1)
     opts.samples = _count(sample_count, "sample_count")
     is_bool = isinstance(lattice, bool) or _numpy_bool(lattice)

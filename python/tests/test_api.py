@@ -88,6 +88,18 @@ def test_requested_maximum_and_lattice():
     assert result.batch_size == 88
 
 
+def test_max_batch_size_reads_as_the_cli_and_hyperparameters_do():
+    # A whole float (YAML, argparse's type=float) is that number; "", "none" and 0 are "the
+    # device decides", as --max and a hyperparameters file read them (5.0 was refused).
+    assert probe(lambda: LinearStep(), max_batch_size=50.0).batch_size == 50
+    assert probe(lambda: LinearStep(), max_batch_size="50").batch_size == 50
+    for device_decides in ("", "none", 0, None):
+        assert probe(lambda: LinearStep(), max_batch_size=device_decides).batch_size == 90
+    for bad in (2.5, True, [16], "abc", -1):
+        with pytest.raises(batchfit.BatchfitError, match="max_batch_size: invalid value"):
+            probe(lambda: LinearStep(), max_batch_size=bad)
+
+
 def test_context_manager_step_is_entered_and_exited():
     events = []
 
