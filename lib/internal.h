@@ -138,6 +138,11 @@ int batchfit__result_warn(batchfit_ctx *ctx, batchfit_result *result, const char
     BATCHFIT_PRINTF(3, 4);
 /* Adds a warning already logged (when it happened) to the result. */
 int batchfit__result_warned(batchfit_ctx *ctx, batchfit_result *result, const char *text);
+/* The address-space cap the trials ran under (a command's
+ * enforce_address_space: RLIMIT_AS at the budget), which a failure far
+ * under the budget in resident memory met; 0 where none. */
+void batchfit__result_set_address_space_cap(batchfit_result *result, uint64_t bytes);
+uint64_t batchfit__result_address_space_cap(const batchfit_result *result);
 
 /* lattice.c: the allowed batch sizes in [min, bound], indexed 0..count-1. */
 typedef struct batchfit_lattice {

@@ -362,6 +362,8 @@ static int command_begin(trial_source *src, batchfit_ctx *ctx, batchfit_device *
     ro.enforce = co->enforce;
     ro.enforce_address_space = co->enforce_address_space;
     ro.enforce_bytes = result->budget.budget_bytes;
+    if (co->enforce_address_space)
+        batchfit__result_set_address_space_cap(result, ro.enforce_bytes);
     ro.crash_is_oom = co->crash_is_oom;
     ro.sample_interval = co->sample_interval;
     ro.show_output = co->show_output;

@@ -23,7 +23,18 @@ typedef struct result_impl {
     size_t gpu_peak_rows;
     int *trial_ranks;
     size_t trial_rank_cap;
+    uint64_t address_space_cap; /* the trials' RLIMIT_AS (--enforce-address-space), 0: none */
 } result_impl;
+
+void batchfit__result_set_address_space_cap(batchfit_result *result, uint64_t bytes)
+{
+    ((result_impl *)result)->address_space_cap = bytes;
+}
+
+uint64_t batchfit__result_address_space_cap(const batchfit_result *result)
+{
+    return ((const result_impl *)result)->address_space_cap;
+}
 
 batchfit_result *batchfit__result_new(batchfit_ctx *ctx)
 {

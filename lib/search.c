@@ -3106,6 +3106,21 @@ static int warn_failure_under_threshold(search *s)
     batchfit_format_bytes((double)f->peak_bytes, held, sizeof held);
     batchfit_format_bytes(s->safe_budget, threshold, sizeof threshold);
     batchfit_format_bytes(s->budget, budget, sizeof budget);
+    /* The cap the user asked for, not something else: the address space
+     * counts what a program reserves and maps besides what it uses. */
+    uint64_t cap = batchfit__result_address_space_cap(s->result);
+    if (cap && !killed_from_outside(f)) {
+        char limit[32];
+        batchfit_format_bytes((double)cap, limit, sizeof limit);
+        return batchfit__result_warn(
+            s->ctx, s->result,
+            "batch %llu ran out of memory holding %s, under the acceptance threshold of %s: the "
+            "address-space cap of %s that --enforce-address-space puts on each trial stopped "
+            "it, which counts what a program reserves and maps as well as what it uses; batch "
+            "%llu is what fits under that cap (--enforce caps the memory used instead)",
+            (unsigned long long)f->batch, held, threshold, limit,
+            (unsigned long long)s->result->batch_size);
+    }
     return batchfit__result_warn(
         s->ctx, s->result,
         "batch %llu %s holding %s, under the acceptance threshold of %s (budget %s): the budget "

@@ -2583,6 +2583,21 @@ TEST(cli_enforce_address_space_is_asked_for_by_name)
     CHECK_EQ(cli(&r, args, NULL), 3);
     CHECK_CONTAINS(r.err, "virtual-memory cap: RLIMIT_AS");
     CHECK_CONTAINS(r.err, "out of memory (generic out-of-memory message): childtool: out of memory");
+    /* A program that reserves four times what it touches meets the cap
+     * far under the threshold in resident memory: the warning names the
+     * cap asked for, not "something else" (an address-space limit, a
+     * container's: it blamed the user's own flag on others). */
+    const char *reserving[] = {"probe", "--device", "host", "--memory-budget", "200MiB",
+                               "--margin", "0", "--no-cache", "--enforce-address-space", "--",
+                               "/bin/sh", "-c", "exec \"$0\" reserve $(($1 * 4)) $1", tool(),
+                               "{batch}", NULL};
+    CHECK_EQ(cli(&r, reserving, NULL), 0);
+    CHECK_CONTAINS(r.err, "under the acceptance threshold of ");
+    CHECK_CONTAINS(r.err, "the address-space cap of 200.00 MiB that --enforce-address-space puts "
+                          "on each trial stopped it");
+    CHECK(strstr(r.err, "Something else limits") == NULL);
+    unsigned long long batch = strtoull(last_line(r.out) + strlen("batch_size="), NULL, 10);
+    CHECK(batch >= 30 && batch < 50);
 }
 
 /* A container with NVIDIA's utilities but no CUDA driver library: batchfit
