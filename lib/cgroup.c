@@ -182,7 +182,7 @@ int batchfit__cgroup_detect(batchfit__cgroup *cg)
     return -1;
 }
 
-int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes)
+int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes, int no_swap)
 {
     static unsigned counter;
     char leaf[80];
@@ -202,7 +202,8 @@ int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes)
             cg->path[0] = '\0';
             return -1;
         }
-        if (cg->version == 2 && path_join(file, sizeof file, cg->path, "/memory.swap.max", "") == 0)
+        if (no_swap && cg->version == 2 &&
+            path_join(file, sizeof file, cg->path, "/memory.swap.max", "") == 0)
             write_text(file, "0");
     }
     return 0;

@@ -1388,8 +1388,9 @@ static int pipe_cloexec(int fds[2])
  * of that limit (2 to 64 MiB) for batchfit: the trial then runs out of
  * memory in its own cgroup, the kernel chooses among its processes only,
  * and the enclosing cgroup never reaches its limit. The cap lies above
- * any budget on such a host (the budget is the room less the margin).
- * 0: no enclosing limit. */
+ * any budget on such a host (the budget is the room less the margin);
+ * swap stays as the enclosing cgroup has it (only --enforce, a hard cap,
+ * turns it off). 0: no enclosing limit. */
 static uint64_t room_under_enclosing_limit(void)
 {
     batchfit__memory_limit lim;
@@ -1430,7 +1431,7 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
     uint64_t room = room_under_enclosing_limit();
     if (room && (!cap || room < cap))
         cap = room;
-    if (r->cg.version && batchfit__cgroup_create(&r->cg, cap) == 0)
+    if (r->cg.version && batchfit__cgroup_create(&r->cg, cap, r->opts.enforce) == 0)
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
     /* Started before the trial and its pipes, so its fork delays none of
      * the trial's samples and it holds none of the trial's descriptors.

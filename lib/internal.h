@@ -440,7 +440,10 @@ typedef struct batchfit__cgroup {
     char why_not[256];                     /* why there is none */
 } batchfit__cgroup;
 int batchfit__cgroup_detect(batchfit__cgroup *cg);
-int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes);
+/* A trial's cgroup under cg->parent, with a memory limit where
+ * limit_bytes is not 0; no_swap: none of it swapped either (v2's
+ * memory.swap.max 0: a hard cap that swapping would not enforce). */
+int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes, int no_swap);
 int batchfit__cgroup_join_self(const batchfit__cgroup *cg, const char *procs_file);
 int batchfit__cgroup_file(const batchfit__cgroup *cg, const char *name, char *out, size_t len);
 /* The trial's anonymous + shared memory from memory.stat (page cache is

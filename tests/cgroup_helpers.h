@@ -41,7 +41,7 @@ static inline test_cgroups *test_cgroups_open(uint64_t outer_limit, uint64_t inn
         return NULL;
     }
     c->made = -1;
-    if (batchfit__cgroup_create(&c->outer, outer_limit) != 0)
+    if (batchfit__cgroup_create(&c->outer, outer_limit, 1) != 0)
         return c;
     c->inner = c->outer;
     snprintf(c->inner.parent, sizeof c->inner.parent, "%s", c->outer.path);
@@ -57,7 +57,7 @@ static inline test_cgroups *test_cgroups_open(uint64_t outer_limit, uint64_t inn
             close(fd);
         }
     }
-    if (batchfit__cgroup_create(&c->inner, inner_limit) == 0 &&
+    if (batchfit__cgroup_create(&c->inner, inner_limit, 1) == 0 &&
         batchfit__cgroup_file(&c->inner, "cgroup.procs", c->procs, sizeof c->procs) == 0)
         c->made = 0;
     return c;

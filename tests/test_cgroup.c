@@ -24,7 +24,7 @@ TEST(cgroup_accounts_caps_and_removes)
         return;
     }
     CHECK(cg->version == 1 || cg->version == 2);
-    CHECK_EQ(batchfit__cgroup_create(cg, UINT64_C(256) << 20), 0);
+    CHECK_EQ(batchfit__cgroup_create(cg, UINT64_C(256) << 20, 1), 0);
     char procs[BATCHFIT__CGROUP_PATH_MAX];
     CHECK_EQ(batchfit__cgroup_file(cg, "cgroup.procs", procs, sizeof procs), 0);
     int ready[2];

@@ -306,7 +306,7 @@ TEST(child_oom_kill_under_a_wrapper_without_a_trial_cgroup)
     batchfit__cgroup cg;
     memset(&cg, 0, sizeof cg);
     CHECK_EQ(batchfit__cgroup_detect(&cg), 0);
-    CHECK_EQ(batchfit__cgroup_create(&cg, UINT64_C(64) << 20), 0);
+    CHECK_EQ(batchfit__cgroup_create(&cg, UINT64_C(64) << 20, 1), 0);
     char procs[BATCHFIT__CGROUP_PATH_MAX + 32], script[2 * BATCHFIT__CGROUP_PATH_MAX];
     CHECK_EQ(batchfit__cgroup_file(&cg, "cgroup.procs", procs, sizeof procs), 0);
     snprintf(script, sizeof script,
