@@ -10,7 +10,8 @@
 typedef struct mpi_ranks {
     MPI_Comm comm;
     int announced;
-    int started; /* batchfit_mpi_start initialised MPI */
+    int started;    /* batchfit_mpi_start initialised MPI */
+    int local_size; /* the processes on this node */
 } mpi_ranks;
 
 static int allgather(void *userdata, const void *mine, void *all, size_t len)
@@ -40,15 +41,17 @@ int batchfit_mpi_ranks(MPI_Comm comm, batchfit_ranks *ranks, int *local_rank)
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(m->comm, &ranks->rank);
     MPI_Comm_size(m->comm, &ranks->size);
-    if (local_rank) {
-        MPI_Comm node;
-        *local_rank = 0;
-        if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, ranks->rank, MPI_INFO_NULL, &node) ==
-            MPI_SUCCESS) {
-            MPI_Comm_rank(node, local_rank);
-            MPI_Comm_free(&node);
-        }
+    MPI_Comm node;
+    int node_rank = 0;
+    m->local_size = 1;
+    if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, ranks->rank, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(node, &node_rank);
+        MPI_Comm_size(node, &m->local_size);
+        MPI_Comm_free(&node);
     }
+    if (local_rank)
+        *local_rank = node_rank;
     ranks->struct_size = sizeof *ranks;
     ranks->allgather = allgather;
     ranks->userdata = m;
@@ -68,6 +71,12 @@ static void drain(mpi_ranks *m)
             MPI_Recv(&byte, 1, MPI_BYTE, st.MPI_SOURCE, FAILURE_TAG, m->comm, MPI_STATUS_IGNORE);
         }
     }
+}
+
+int batchfit_mpi_local_size(const batchfit_ranks *ranks)
+{
+    const mpi_ranks *m = ranks ? ranks->userdata : NULL;
+    return m ? m->local_size : 1;
 }
 
 void batchfit_mpi_ranks_free(batchfit_ranks *ranks)

@@ -23,6 +23,9 @@ extern "C" {
  * the processes on this node (an MPI_COMM_TYPE_SHARED split), the usual GPU
  * index. Returns 0, or an MPI error code. Release with batchfit_mpi_ranks_free. */
 int batchfit_mpi_ranks(MPI_Comm comm, batchfit_ranks *ranks, int *local_rank);
+/* How many of the ranks share this rank's node (the MPI_COMM_TYPE_SHARED
+ * split's size): ranks that probe the host share its memory. */
+int batchfit_mpi_local_size(const batchfit_ranks *ranks);
 void batchfit_mpi_ranks_free(batchfit_ranks *ranks);
 
 /* Tells the other ranks, without waiting, that this rank failed, so they

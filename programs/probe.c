@@ -64,6 +64,42 @@ static int refuse(session *s, int code, const char *fmt, ...)
 /* Everything that can be checked without running anything: the
  * hyperparameters file, the VRAM limit's environment, the command, the
  * device. Returns -1 to go on, or an exit code. */
+/* Ranks of an MPI job that probe the host on one node share its memory:
+ * each judged against all of it, two ranks of the example trainer under a
+ * 400 MiB limit each kept 534-700 samples, the job then needed 386-462 MiB
+ * and the kernel killed one. Each rank's budget is its share of what is
+ * free (the ranks on this node, from the MPI_COMM_TYPE_SHARED split); an
+ * explicit --memory-budget is each rank's own, and one above that share is
+ * warned of. */
+static void share_the_host(session *s)
+{
+    probe_cli *c = s->cli;
+    int ranks = probe_mpi_local_size(s->mpi);
+    uint64_t total = 0, free_bytes = 0;
+    if (ranks < 2 || strcmp(batchfit_device_kind(s->device), "host") != 0 ||
+        batchfit_device_memory(s->device, &total, &free_bytes) != BATCHFIT_OK)
+        return;
+    uint64_t share = free_bytes / (uint64_t)ranks;
+    char share_text[32], free_text[32], asked[32];
+    batchfit_format_bytes((double)share, share_text, sizeof share_text);
+    batchfit_format_bytes((double)free_bytes, free_text, sizeof free_text);
+    if (!c->opts.memory_budget_bytes) {
+        c->opts.memory_budget_bytes = share;
+        if (!c->quiet && probe_mpi_rank(s->mpi) == 0)
+            fprintf(stderr,
+                    "batchfit: host memory: %d ranks of this job probe this node's host memory: "
+                    "each takes 1/%d of the %s free, %s (--memory-budget sets each rank's)\n",
+                    ranks, ranks, free_text, share_text);
+    } else if (c->opts.memory_budget_bytes > share && !c->quiet) {
+        batchfit_format_bytes((double)c->opts.memory_budget_bytes, asked, sizeof asked);
+        fprintf(stderr,
+                "batchfit: warning: rank %d: --memory-budget %s is each rank's, and %d ranks "
+                "probe this node's host memory: together they may need more than the %s free "
+                "(%s each)\n",
+                probe_mpi_rank(s->mpi), asked, ranks, free_text, share_text);
+    }
+}
+
 static int check_input(session *s)
 {
     probe_cli *c = s->cli;
@@ -131,6 +167,7 @@ static int check_input(session *s)
         fprintf(stderr, "batchfit: device %s (auto: %s %s)\n", batchfit_device_spec(s->device),
                 info.name, info.uuid);
     }
+    share_the_host(s);
     return -1;
 }
 

@@ -76,6 +76,8 @@ int probe_mpi_start(probe_mpi **out);
 int probe_mpi_rank(const probe_mpi *m);
 int probe_mpi_size(const probe_mpi *m);
 int probe_mpi_local_rank(const probe_mpi *m);
+/* How many ranks share this rank's node (1 without --mpi). */
+int probe_mpi_local_size(const probe_mpi *m);
 const batchfit_ranks *probe_mpi_ranks(const probe_mpi *m);
 int probe_mpi_peer_failed(probe_mpi *m);
 void probe_mpi_announce_failure(probe_mpi *m);

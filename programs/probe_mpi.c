@@ -14,6 +14,7 @@ typedef void (*finish_fn)(batchfit_ranks *);
 typedef void (*abort_fn)(batchfit_ranks *, int);
 typedef void (*announce_fn)(const batchfit_ranks *);
 typedef int (*peer_fn)(const batchfit_ranks *);
+typedef int (*local_size_fn)(const batchfit_ranks *);
 
 struct probe_mpi {
     void *handle;
@@ -23,6 +24,7 @@ struct probe_mpi {
     abort_fn abort_job;
     announce_fn announce;
     peer_fn peer_failed;
+    local_size_fn local_size; /* NULL: a plugin from before it (one rank a node assumed) */
 };
 
 /* Where the plugin is: BATCHFIT_MPI_LIBRARY alone when it is set (a wrong
@@ -87,6 +89,7 @@ int probe_mpi_start(probe_mpi **out)
     m->abort_job = (abort_fn)(uintptr_t)dlsym(m->handle, "batchfit_mpi_abort");
     m->announce = (announce_fn)(uintptr_t)dlsym(m->handle, "batchfit_mpi_announce_failure");
     m->peer_failed = (peer_fn)(uintptr_t)dlsym(m->handle, "batchfit_mpi_peer_failed");
+    m->local_size = (local_size_fn)(uintptr_t)dlsym(m->handle, "batchfit_mpi_local_size");
     if (!start || !m->finish || !m->abort_job || !m->announce || !m->peer_failed) {
         dlclose(m->handle);
         free(m);
@@ -118,6 +121,11 @@ int probe_mpi_size(const probe_mpi *m)
 int probe_mpi_local_rank(const probe_mpi *m)
 {
     return m ? m->local_rank : 0;
+}
+
+int probe_mpi_local_size(const probe_mpi *m)
+{
+    return m && m->local_size ? m->local_size(&m->ranks) : 1;
 }
 
 const batchfit_ranks *probe_mpi_ranks(const probe_mpi *m)

@@ -2232,6 +2232,41 @@ TEST(cli_mpi_ranks_agree)
     }
 }
 
+/* Two ranks on one node probing the host share its memory: each takes
+ * half of what is free (here under a 300 MiB container limit), where each
+ * took all of it and the job's trainers, run together, were killed by the
+ * kernel. */
+TEST(cli_mpi_ranks_on_one_host_share_its_memory)
+{
+    test_cgroups *c = test_cgroups_open(UINT64_C(300) << 20, UINT64_C(1) << 30);
+    if (!c)
+        return;
+    int made = c->made, o = -1, e = -1, started = -1;
+    char join[BATCHFIT__CGROUP_PATH_MAX + 16];
+    snprintf(join, sizeof join, "TEST_CGROUP=%s", c->procs);
+    const char *envs[] = {join, NULL};
+    const char *extra[] = {"--device", "host", "--no-cache", "--", tool(), "grow", "1024", "4096",
+                           NULL};
+    static run r;
+    if (made == 0) {
+        started = mpirun_each(&r, NULL, 2, extra, NULL, envs, &o, &e);
+        if (started == 0)
+            finish(&r, o, e);
+    }
+    test_cgroups_close(c);
+    CHECK_EQ(made, 0);
+    CHECK_EQ(started, 0);
+    CHECK_EQ(r.status, 0);
+    CHECK_CONTAINS(r.err, "batchfit: host memory: 2 ranks of this job probe this node's host "
+                          "memory: each takes 1/2 of the ");
+    /* 1 MiB a sample: about 120 in half of the 300 MiB (all of it: about
+     * 250). */
+    const char *line = strstr(r.out, "batch_size=");
+    CHECK(line != NULL);
+    unsigned long long batch = line ? strtoull(line + 11, NULL, 10) : 0;
+    CHECK(batch >= 60 && batch <= 145);
+}
+
 /* A rank that fails at its first trial ends every rank with the same exit
  * status (3) and a message naming it; a rank killed outright ends the job
  * too (mpirun tears it down): never a hang. */
