@@ -291,13 +291,14 @@ int batchfit__cgroup_oom_kills(const batchfit__cgroup *cg, uint64_t *count)
 
 /* The owner pid in a trial cgroup's name: "batchfit-<pid>-<n>-<ns>" (a
  * trial) or "batchfit-probe-<pid>-<ns>" (detection), ns the owner's PID
- * namespace (pid_namespace; *ns 0 where the name has none, as earlier
- * versions wrote it); 0 for any other name. */
-static long owner_pid(const char *name, unsigned long long *ns)
+ * namespace (pid_namespace; 0 where it could not be read; *has_ns 0 where
+ * the name has none, as earlier versions wrote it); 0 for any other name. */
+static long owner_pid(const char *name, unsigned long long *ns, int *has_ns)
 {
     int probe = strncmp(name, "batchfit-probe-", 15) == 0;
     const char *p = probe ? name + 15 : strncmp(name, "batchfit-", 9) == 0 ? name + 9 : NULL;
     *ns = 0;
+    *has_ns = 0;
     if (!p || *p < '1' || *p > '9')
         return 0;
     char *end;
@@ -314,6 +315,7 @@ static long owner_pid(const char *name, unsigned long long *ns)
             return 0;
     }
     *ns = strtoull(end + 1, &end, 10);
+    *has_ns = 1;
     return *end == '\0' ? pid : 0;
 }
 
@@ -328,7 +330,8 @@ unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         unsigned long long ns;
-        long owner = owner_pid(e->d_name, &ns);
+        int has_ns;
+        long owner = owner_pid(e->d_name, &ns, &has_ns);
         /* A live owner, or a pid reused since, keeps its cgroup: only a
          * certainly dead one (ESRCH, or a zombie its parent has not reaped
          * yet: a batchfit killed under timeout -s KILL stays one until its
@@ -337,7 +340,7 @@ unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg)
          * left to it (and its guard). A probe under unshare -p, pid 403
          * there and no process here, had its running trial killed by a
          * probe outside, and answered that batch 1 did not fit. */
-        if (!owner || owner == self || (ns && ns != own_ns) ||
+        if (!owner || owner == self || (has_ns && (!ns || ns != own_ns)) ||
             ((kill((pid_t)owner, 0) == 0 || errno != ESRCH) && !batchfit__proc_exited(owner)))
             continue;
         batchfit__cgroup stale = *cg;
@@ -441,9 +444,13 @@ static int limit_value(const char *dir, const char *name, uint64_t *value)
  * clean page cache (active or not: a program that had read 250 MiB of
  * files three times was held to 42 of its 300 MiB, and then ran 254 MiB
  * there); shared memory (tmpfs, shm) and dirty or written-back pages stay
- * counted. Returns -1 where the directory has no limit or its files cannot
- * be read. */
-static int limit_of(int version, const char *dir, uint64_t *limit, uint64_t *room)
+ * counted. *reclaimable: the limit less what no reclaim frees, shared
+ * memory alone (dirty pages are written back first: a trial that wrote a
+ * 200 MiB file left them charged to the container, and a cap placed by
+ * the room alone killed the next trials far under the budget). Returns -1
+ * where the directory has no limit or its files cannot be read. */
+static int limit_of(int version, const char *dir, uint64_t *limit, uint64_t *room,
+                    uint64_t *reclaimable)
 {
     uint64_t value = 0, high = 0;
     int has_max = limit_value(dir, version == 2 ? "/memory.max" : "/memory.limit_in_bytes", &value) == 0;
@@ -470,8 +477,11 @@ static int limit_of(int version, const char *dir, uint64_t *limit, uint64_t *roo
     uint64_t kept = shmem + dirty + writeback;
     uint64_t clean = cache > kept ? cache - kept : 0;
     uint64_t held = usage > clean ? usage - clean : 0;
+    uint64_t files = cache > shmem ? cache - shmem : 0;
+    uint64_t pinned = usage > files ? usage - files : 0;
     *limit = value;
     *room = value > held ? value - held : 0;
+    *reclaimable = value > pinned ? value - pinned : 0;
     return 0;
 }
 
@@ -491,8 +501,10 @@ int batchfit__cgroup_memory_limit(batchfit__memory_limit *out)
             snprintf(dir, sizeof dir, "%s", mount);
         size_t root = strlen(mount);
         for (;;) {
-            uint64_t l, r;
-            if (limit_of(version, dir, &l, &r) == 0) {
+            uint64_t l, r, w;
+            if (limit_of(version, dir, &l, &r, &w) == 0) {
+                if (found != 0 || w < out->reclaimable)
+                    out->reclaimable = w;
                 if (found != 0 || l < out->limit) {
                     out->limit = l;
                     snprintf(out->limit_where, sizeof out->limit_where, "%s", dir);

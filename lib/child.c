@@ -1384,14 +1384,18 @@ static int pipe_cloexec(int fds[2])
  * batchfit and its guard only: a program too large for batch 1 under a
  * 20 MiB limit killed batchfit in about one probe of five (exit 137,
  * nothing said). The trial's own cgroup is therefore capped at the room
- * left under the tightest enclosing limit, less a reserve of a hundredth
- * of that limit (2 to 64 MiB) for batchfit: the trial then runs out of
- * memory in its own cgroup, the kernel chooses among its processes only,
- * and the enclosing cgroup never reaches its limit. The cap lies above
- * any budget on such a host (the budget is the room less the margin);
- * swap stays as the enclosing cgroup has it (only --enforce, a hard cap,
- * turns it off). 0: no enclosing limit. */
-static uint64_t room_under_enclosing_limit(void)
+ * left under the tightest enclosing limit once reclaim has done its work
+ * (shared memory alone held: a trial's own cgroup cannot reclaim what is
+ * charged outside it, dirty pages a trial before it wrote included), less
+ * a reserve of a hundredth of that limit (2 to 64 MiB) for batchfit: the
+ * trial then runs out of memory in its own cgroup, the kernel chooses
+ * among its processes only. Never under a host trial's budget: a size within
+ * it is the search's to judge, and a room that shrank below it since the
+ * probe began (another process of the container at a peak) is no reading
+ * of the program. Swap stays as the enclosing cgroup has it (only
+ * --enforce, a hard cap, turns it off). 0: no cap (no enclosing limit, or
+ * no room for one and no budget). */
+static uint64_t room_cap(const batchfit__runner *r)
 {
     batchfit__memory_limit lim;
     if (batchfit__cgroup_memory_limit(&lim) != 0 || !lim.limit)
@@ -1401,8 +1405,10 @@ static uint64_t room_under_enclosing_limit(void)
         reserve = (uint64_t)2 << 20;
     if (reserve > ((uint64_t)64 << 20))
         reserve = (uint64_t)64 << 20;
-    uint64_t page = 4096;
-    return lim.room > reserve + page ? lim.room - reserve : page;
+    uint64_t cap = lim.reclaimable > reserve ? lim.reclaimable - reserve : 0;
+    /* A GPU's trials have a GPU's budget: host memory is no part of it. */
+    uint64_t floor = r->gpu_count ? 0 : r->opts.budget_bytes;
+    return cap > floor ? cap : floor;
 }
 
 int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_trial *trial)
@@ -1428,10 +1434,16 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
                               "out of memory listing this process's children");
     }
     uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
-    uint64_t room = room_under_enclosing_limit();
-    if (room && (!cap || room < cap))
+    uint64_t room = room_cap(r);
+    int room_only = room && (!cap || room < cap);
+    if (room_only)
         cap = room;
-    if (r->cg.version && batchfit__cgroup_create(&r->cg, cap, r->opts.enforce) == 0)
+    /* A cgroup whose limit cannot be written still measures the trial:
+     * the room's cap is a safeguard, not the trial's setting. */
+    if (r->cg.version && (batchfit__cgroup_create(&r->cg, cap, r->opts.enforce) == 0 ||
+                          (room_only && batchfit__cgroup_create(
+                                            &r->cg, r->opts.enforce ? r->opts.enforce_bytes : 0,
+                                            r->opts.enforce) == 0)))
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
     /* Started before the trial and its pipes, so its fork delays none of
      * the trial's samples and it holds none of the trial's descriptors.

@@ -468,6 +468,7 @@ unsigned batchfit__cgroup_sweep(const batchfit__cgroup *cg);
  * Returns -1 when no cgroup limits this process's memory. */
 typedef struct batchfit__memory_limit {
     uint64_t limit, room;
+    uint64_t reclaimable; /* the room once dirty pages are written back too */
     char limit_where[BATCHFIT__CGROUP_PATH_MAX];
     char room_where[BATCHFIT__CGROUP_PATH_MAX];
 } batchfit__memory_limit;

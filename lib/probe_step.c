@@ -14,7 +14,8 @@ typedef struct step_source {
     batchfit_result *result;
     void *state;
     unsigned trials;     /* run so far */
-    uint64_t first_held; /* the process's memory as the first trial began */
+    uint64_t first_held; /* what the process held as the first trial it was read at began */
+    int first_known;     /* first_held was read */
     int leak_said;       /* the warning below was given */
 } step_source;
 
@@ -26,18 +27,22 @@ typedef struct step_source {
  * MiB leaked under a budget of 100 MiB) and answers far below what fits
  * (66-71 where 277 fits). Said once where the memory held as a trial
  * begins has grown past the first trial's by an eighth of the budget (16
- * MiB at least: allocator caches, a library's first use). The host only:
- * a GPU's caching allocator keeps what it reserved on purpose. */
+ * MiB at least: allocator caches, a library's first use). What the process
+ * holds is its anonymous and shared memory (self_held), not its resident
+ * set: the code a first trial pages in is no memory kept. The host only: a
+ * GPU's caching allocator keeps what it reserved on purpose. */
 static int held_between_trials(step_source *p, uint64_t batch)
 {
     const batchfit_device_ops *ops = p->device->ops;
     uint64_t held;
     p->trials++;
     if (p->leak_said || !p->result || !p->result->budget.known ||
-        strcmp(ops->kind, "host") != 0 || !ops->usage || ops->usage(p->device, &held) != BATCHFIT_OK)
+        strcmp(ops->kind, "host") != 0 || !ops->self_held ||
+        ops->self_held(p->device, &held) != BATCHFIT_OK)
         return BATCHFIT_OK;
-    if (p->trials == 1) {
+    if (!p->first_known) {
         p->first_held = held;
+        p->first_known = 1;
         return BATCHFIT_OK;
     }
     uint64_t allowed = p->result->budget.budget_bytes / 8;

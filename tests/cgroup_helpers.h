@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Two cgroups under this process's own: outer, and inner inside it, each
@@ -61,6 +62,29 @@ static inline test_cgroups *test_cgroups_open(uint64_t outer_limit, uint64_t inn
         batchfit__cgroup_file(&c->inner, "cgroup.procs", c->procs, sizeof c->procs) == 0)
         c->made = 0;
     return c;
+}
+
+/* The hierarchy's mount point of c's cgroups: this process's cgroup's
+ * directory (c->outer.parent) less its path in /proc/self/cgroup; "" where
+ * they do not match. */
+static inline void test_cgroup_mount(const test_cgroups *c, char *out, size_t len)
+{
+    char line[1024];
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *rel = strrchr(line, ':');
+        int ours = c->outer.version == 2 ? strncmp(line, "0::", 3) == 0
+                                         : strstr(line, "memory") != NULL;
+        if (!ours || !rel)
+            continue;
+        rel[strcspn(rel, "\n")] = '\0';
+        size_t have = strlen(c->outer.parent), n = strcmp(rel + 1, "/") == 0 ? 0 : strlen(rel + 1);
+        if (have >= n && strcmp(c->outer.parent + have - n, rel + 1) == 0)
+            snprintf(out, len, "%.*s", (int)(have - n), c->outer.parent);
+    }
+    if (f)
+        fclose(f);
 }
 
 #endif

