@@ -280,11 +280,15 @@ static void render(plot *p, const batchfit_result *r)
         batchfit__buf_printf(b, "batchfit: batch size %llu", (unsigned long long)r->batch_size);
     else
         batchfit__buf_printf(b, "batchfit: no batch size settled");
-    batchfit__buf_printf(b, " (%zu trials, %s strategy)</text>\n<text x=\"90\" y=\"44\" "
-                            "fill=\"#555\">",
-                         r->trial_count,
+    batchfit__buf_printf(b, " (%zu trials, %s strategy)", r->trial_count,
                          batchfit_strategy_name(r->strategy) ? batchfit_strategy_name(r->strategy)
                                                              : "?");
+    /* The ranks of a job agreed on another size (the smallest rank's):
+     * that is the one to train with, not this rank's own. */
+    if (r->agreed && r->agreed_status == BATCHFIT_OK && r->agreed_batch_size != r->batch_size)
+        batchfit__buf_printf(b, "; the job trains with %llu",
+                             (unsigned long long)r->agreed_batch_size);
+    batchfit__buf_printf(b, "</text>\n<text x=\"90\" y=\"44\" fill=\"#555\">");
     put_text(b, r->device_spec ? r->device_spec : "no device");
     if (r->device.name[0] && (!r->device_spec || strcmp(r->device.name, r->device_spec) != 0) &&
         strcmp(r->device.name, r->device.kind) != 0) {

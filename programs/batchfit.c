@@ -51,6 +51,13 @@ static void hold_standard_streams(void)
  * with nothing written (>/dev/full, >&-), and a script took that for an
  * answer. A reader that went away (EPIPE, as with | head) chose not to
  * read. Other exit codes stand. */
+void cli_log_warnings(batchfit_log_level level, const char *message, void *userdata)
+{
+    (void)userdata;
+    if (level == BATCHFIT_LOG_WARN)
+        fprintf(stderr, "batchfit: warning: %s\n", message);
+}
+
 int cli_finish_output(const char *who, int rc)
 {
     if (rc != EXIT_FOUND)

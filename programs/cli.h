@@ -30,6 +30,9 @@ extern int cli_stdout_closed;
  * is EXIT_FOUND and stdout could not take what was written to it (full,
  * or closed); a reader that went away (EPIPE) chose not to read. */
 int cli_finish_output(const char *who, int rc);
+/* A log callback that prints the library's warnings on stderr
+ * ("batchfit: warning: ..."; userdata unused). */
+void cli_log_warnings(batchfit_log_level level, const char *message, void *userdata);
 
 int cli_probe(int argc, char **argv);
 int cli_info(int argc, char **argv);

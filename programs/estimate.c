@@ -345,6 +345,9 @@ int cli_estimate(int argc, char **argv)
     batchfit_ctx *ctx = NULL;
     if (batchfit_ctx_create(NULL, &ctx) != BATCHFIT_OK)
         return EXIT_INTERNAL;
+    /* --device auto without a usable GPU is the host's memory, said as a
+     * probe says it (an estimate for a GPU was quietly one for host RAM). */
+    batchfit_ctx_set_log(ctx, cli_log_warnings, NULL, BATCHFIT_LOG_WARN);
     batchfit_estimate_input in;
     batchfit_estimate_input_init(&in);
     const char *device = NULL;

@@ -319,7 +319,8 @@ void probe_print_agreement(const session *s)
     const batchfit_result *r = s->result;
     const probe_cli *c = s->cli;
     if (!c->quiet) {
-        fprintf(stderr, "batchfit: %zu ranks agree (%s):\n", r->rank_count,
+        fprintf(stderr, "batchfit: %zu rank%s agree%s (%s):\n", r->rank_count,
+                r->rank_count == 1 ? "" : "s", r->rank_count == 1 ? "s" : "",
                 r->agree_mode == BATCHFIT_AGREE_MIN ? "the smallest answer" : "each its own");
         for (size_t i = 0; i < r->rank_count; i++) {
             const batchfit_rank_outcome *o = &r->rank_outcomes[i];

@@ -1170,6 +1170,13 @@ TEST(cli_estimate_honours_the_vram_limit)
     CHECK_CONTAINS(r.out, "\"max_batch\": 0");
     CHECK_CONTAINS(r.err, "batchfit estimate: batch 1 needs 1.95 GiB, more than the budget of "
                           "1.90 GiB");
+    /* --device auto without a usable GPU is the host's memory, said as a
+     * probe says it (it was silent: a GPU's estimate quietly host RAM's). */
+    const char *auto_device[] = {"estimate", "--params", "124M", "--activation-bytes", "1MiB",
+                                 "--device", "auto", NULL};
+    CHECK_EQ(cli(&r, auto_device, "BATCHFIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1"), 0);
+    CHECK_CONTAINS(r.err, "batchfit: warning: no usable NVIDIA GPU (");
+    CHECK_CONTAINS(r.err, "device auto uses the host's memory");
 }
 
 /* A program that fails above 90 far under its budget (its own limit: a
@@ -2199,10 +2206,12 @@ TEST(cli_mpi_ranks_agree)
         CHECK(solo[i] > 0);
     }
     CHECK(solo[2] < solo[1] && solo[1] < solo[0] && solo[2] < solo[3]);
-    char json_path[256];
+    char json_path[256], svg_path[256];
     snprintf(json_path, sizeof json_path, "/tmp/batchfit-test-%ld-mpi.json", (long)getpid());
+    snprintf(svg_path, sizeof svg_path, "/tmp/batchfit-test-%ld-mpi.svg", (long)getpid());
     unlink(json_path);
-    const char *extra[] = {"--export-json", json_path, NULL};
+    unlink(svg_path);
+    const char *extra[] = {"--export-json", json_path, "--plot", svg_path, NULL};
     run r;
     int o, e;
     CHECK_EQ(mpirun(&r, specs, 4, extra, &o, &e), 0);
@@ -2220,6 +2229,15 @@ TEST(cli_mpi_ranks_agree)
         snprintf(expect, sizeof expect, "\"batch_size\": %llu,", (unsigned long long)solo[i]);
         CHECK_CONTAINS(json, expect);
     }
+    /* The picture is rank 0's search, and says the size the job trains with. */
+    char *svg = read_file(svg_path);
+    CHECK(svg != NULL);
+    snprintf(expect, sizeof expect, "batchfit: batch size %llu (", (unsigned long long)solo[0]);
+    CHECK_CONTAINS(svg, expect);
+    snprintf(expect, sizeof expect, "; the job trains with %llu</text>",
+             (unsigned long long)solo[2]);
+    CHECK_CONTAINS(svg, expect);
+    unlink(svg_path);
     unlink(json_path);
     const char *per_rank[] = {"--agree", "per-rank", "--quiet", NULL};
     CHECK_EQ(mpirun(&r, specs, 4, per_rank, &o, &e), 0);
