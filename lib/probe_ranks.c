@@ -16,6 +16,9 @@ typedef struct ready_wire {
     int32_t list; /* the device is a list of GPUs */
     uint64_t total_bytes;
     uint64_t budget_bytes;
+    /* The sizes the search may answer: rank 0's search answers for all. */
+    uint64_t min_batch, upper_bound, lattice_multiple;
+    int32_t lattice, strategy;
     char spec[64];
     char name[96];
     char error[BATCHFIT_ERRMSG_MAX];
@@ -99,6 +102,21 @@ static void job_free(job *j)
     batchfit__free(&j->ctx->allocator, j->buf);
 }
 
+/* "1 to 4096, multiples of 8, with model": the sizes a rank's search may
+ * answer. */
+static void sizes_searched(const ready_wire *w, char *out, size_t len)
+{
+    char lattice[48] = "";
+    if (w->lattice == BATCHFIT_LATTICE_MULTIPLE)
+        snprintf(lattice, sizeof lattice, ", multiples of %llu",
+                 (unsigned long long)w->lattice_multiple);
+    else if (w->lattice == BATCHFIT_LATTICE_POW2)
+        snprintf(lattice, sizeof lattice, ", powers of two");
+    const char *strategy = batchfit_strategy_name((batchfit_strategy)w->strategy);
+    snprintf(out, len, "%llu to %llu%s, with %s", (unsigned long long)w->min_batch,
+             (unsigned long long)w->upper_bound, lattice, strategy ? strategy : "?");
+}
+
 /* The first exchange. Returns BATCHFIT_OK when every rank is ready on a
  * device identical to rank 0's; else this rank's code, with a message
  * naming the rank that failed (the same verdict on every rank). */
@@ -113,6 +131,11 @@ static int first_exchange(job *j, int status, const batchfit_result *result,
         batchfit__copy(mine.name, sizeof mine.name, result->device.name);
         mine.total_bytes = result->budget.total_bytes;
         mine.budget_bytes = result->budget.budget_bytes;
+        mine.min_batch = result->min_batch;
+        mine.upper_bound = result->upper_bound;
+        mine.lattice_multiple = result->lattice_multiple;
+        mine.lattice = (int32_t)result->lattice;
+        mine.strategy = (int32_t)result->strategy;
     }
     mine.list = device && batchfit__device_is_list(device);
     if (status)
@@ -163,6 +186,24 @@ static int first_exchange(job *j, int status, const batchfit_result *result,
                                   spec_of(&all[0]), all[0].name,
                                   (unsigned long long)all[0].total_bytes, r, spec_of(w), w->name,
                                   (unsigned long long)w->total_bytes);
+        /* Rank 0's search answers for every rank: a rank asking for
+         * other sizes (its own --max, --samples, --multiple-of, a
+         * hyperparameters file's maximum) was answered with rank 0's
+         * (135 where it asked for at most 50), without a word. */
+        if (w->min_batch != all[0].min_batch || w->upper_bound != all[0].upper_bound ||
+            w->lattice != all[0].lattice || w->lattice_multiple != all[0].lattice_multiple ||
+            w->strategy != all[0].strategy)
+        {
+            char first[96], other[96];
+            sizes_searched(&all[0], first, sizeof first);
+            sizes_searched(w, other, sizeof other);
+            return batchfit__fail(j->ctx, BATCHFIT_E_INVALID_ARGUMENT,
+                                  "trials in parallel across ranks search one set of sizes for "
+                                  "all: rank 0 searches %s, rank %d %s; give every rank the same "
+                                  "--min, --max, --samples, --multiple-of or --power-of-two and "
+                                  "--strategy",
+                                  first, r, other);
+        }
         if (w->budget_bytes < j->tightest)
             j->tightest = w->budget_bytes;
     }

@@ -2506,6 +2506,34 @@ TEST(cli_mpi_parallel_refuses_devices_that_differ)
     CHECK(strstr(r.out, "batch_size=") == NULL);
 }
 
+/* Rank 0's search answers for every rank of --mpi --parallel: a rank that
+ * asks for other sizes (its own --max, --multiple-of) is refused by every
+ * rank, exit 2, where rank 0's 135 was its answer too (not a multiple of
+ * 8, above its maximum of 50). */
+TEST(cli_mpi_parallel_refuses_ranks_that_search_other_sizes)
+{
+    const char *spec = "sim:capacity=16GiB,fixed=1GiB,per_sample=100MiB";
+    const char *specs[] = {spec, spec};
+    const char *plain[] = {NULL};
+    const char *capped[] = {"--max", "50", NULL};
+    const char *eights[] = {"--multiple-of", "8", NULL};
+    const char *const *last[][2] = {{plain, capped}, {plain, eights}};
+    const char *said[] = {"rank 1 1 to 50, with model", "rank 1 8 to 1048576, multiples of 8"};
+    const char *extra[] = {"--parallel", "--no-cache", NULL};
+    for (int k = 0; k < 2; k++) {
+        run r;
+        int o, e;
+        CHECK_EQ(mpirun_each(&r, specs, 2, extra, last[k], NULL, &o, &e), 0);
+        finish(&r, o, e);
+        CHECK_EQ(r.status, 2);
+        CHECK_EQ(rank_not_saying(r.err, 2, "the job failed at rank 0"), -1);
+        CHECK_CONTAINS(r.err, "trials in parallel across ranks search one set of sizes for all: "
+                              "rank 0 searches 1 to ");
+        CHECK_CONTAINS(r.err, said[k]);
+        CHECK(strstr(r.out, "batch_size=") == NULL);
+    }
+}
+
 /* Rank 2's command fails with an error that is not out of memory in the
  * first round: every rank ends with exit 4 and a message naming rank 2;
  * rank 2 interrupted in its trial ends every rank with 130. */
