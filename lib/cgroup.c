@@ -369,13 +369,6 @@ unsigned batchfit__cgroup_kill(const batchfit__cgroup *cg)
     return killed;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Removes dir and the cgroups inside it, killing what runs there, until
  * the deadline: the tree shares one (a deadline a level, each retried by
  * the level above, took 209 s over a frozen process two levels down).
@@ -400,7 +393,7 @@ static void destroy_until(const batchfit__cgroup *cg, double deadline)
         }
         if (d)
             closedir(d);
-        if (rmdir(cg->path) == 0 || errno != EBUSY || now_seconds() >= deadline)
+        if (rmdir(cg->path) == 0 || errno != EBUSY || batchfit__now() >= deadline)
             return;
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -415,7 +408,7 @@ void batchfit__cgroup_destroy(batchfit__cgroup *cg)
 {
     if (!cg->path[0])
         return;
-    destroy_until(cg, now_seconds() + 1.0);
+    destroy_until(cg, batchfit__now() + 1.0);
     cg->path[0] = '\0';
 }
 

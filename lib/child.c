@@ -1433,17 +1433,14 @@ int batchfit__runner_trial(batchfit__runner *runner, uint64_t batch, batchfit_tr
         return batchfit__fail(r->ctx, BATCHFIT_E_NO_MEMORY,
                               "out of memory listing this process's children");
     }
-    uint64_t cap = r->opts.enforce ? r->opts.enforce_bytes : 0;
+    uint64_t enforced = r->opts.enforce ? r->opts.enforce_bytes : 0;
     uint64_t room = room_cap(r);
-    int room_only = room && (!cap || room < cap);
-    if (room_only)
-        cap = room;
+    uint64_t cap = room && (!enforced || room < enforced) ? room : enforced;
     /* A cgroup whose limit cannot be written still measures the trial:
      * the room's cap is a safeguard, not the trial's setting. */
     if (r->cg.version && (batchfit__cgroup_create(&r->cg, cap, r->opts.enforce) == 0 ||
-                          (room_only && batchfit__cgroup_create(
-                                            &r->cg, r->opts.enforce ? r->opts.enforce_bytes : 0,
-                                            r->opts.enforce) == 0)))
+                          (cap != enforced &&
+                           batchfit__cgroup_create(&r->cg, enforced, r->opts.enforce) == 0)))
         batchfit__cgroup_file(&r->cg, "cgroup.procs", l.procs_file, sizeof l.procs_file);
     /* Started before the trial and its pipes, so its fork delays none of
      * the trial's samples and it holds none of the trial's descriptors.

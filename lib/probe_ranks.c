@@ -192,8 +192,7 @@ static int first_exchange(job *j, int status, const batchfit_result *result,
          * (135 where it asked for at most 50), without a word. */
         if (w->min_batch != all[0].min_batch || w->upper_bound != all[0].upper_bound ||
             w->lattice != all[0].lattice || w->lattice_multiple != all[0].lattice_multiple ||
-            w->strategy != all[0].strategy)
-        {
+            w->strategy != all[0].strategy) {
             char first[96], other[96];
             sizes_searched(&all[0], first, sizeof first);
             sizes_searched(w, other, sizeof other);

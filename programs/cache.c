@@ -55,7 +55,7 @@ static void on_log(batchfit_log_level level, const char *message, void *userdata
 {
     if (level != BATCHFIT_LOG_WARN)
         return;
-    fprintf(stderr, "batchfit: warning: %s\n", message);
+    cli_log_warnings(level, message, NULL);
     ++*(size_t *)userdata;
 }
 

@@ -2926,6 +2926,20 @@ TEST(cli_host_memory_follows_a_cgroup_limit)
                                     "cgroup limits this process's memory to 200.00 MiB (");
 }
 
+/* A shell script for a trial under c's cgroups: it prints "CAP <bytes>",
+ * its own cgroup's memory limit ($0 the hierarchy's mount point, its path
+ * read from /proc/self/cgroup), on stderr, then runs then. */
+static void cap_then(const test_cgroups *c, const char *then, char *out, size_t len)
+{
+    snprintf(out, len,
+             c->outer.version == 2
+                 ? "rel=$(sed -n 's/^0:://p' /proc/self/cgroup); "
+                   "echo \"CAP $(cat \"$0$rel/memory.max\")\" >&2; %s"
+                 : "rel=$(sed -n 's/^[0-9]*:[^:]*memory[^:]*://p' /proc/self/cgroup); "
+                   "echo \"CAP $(cat \"$0$rel/memory.limit_in_bytes\")\" >&2; %s",
+             then);
+}
+
 /* A trial's cap under a container's limit is never under its budget: dirty
  * pages a trial left charged to the container (a checkpoint, a log) are
  * written back before anything is killed, and a cap placed by the room
@@ -2944,14 +2958,8 @@ TEST(cli_a_trial_s_cap_under_a_container_is_never_under_its_budget)
     snprintf(join, sizeof join, "TEST_CGROUP=%s", c->procs);
     snprintf(file, sizeof file, "/var/tmp/batchfit-test-%ld-dirty", (long)getpid());
     const char *envs[] = {join, NULL};
-    const char *script =
-        c->outer.version == 2
-            ? "rel=$(sed -n 's/^0:://p' /proc/self/cgroup); "
-              "echo \"CAP $(cat \"$0$rel/memory.max\")\" >&2; "
-              "[ -e \"$1\" ] || head -c 150M /dev/zero > \"$1\""
-            : "rel=$(sed -n 's/^[0-9]*:[^:]*memory[^:]*://p' /proc/self/cgroup); "
-              "echo \"CAP $(cat \"$0$rel/memory.limit_in_bytes\")\" >&2; "
-              "[ -e \"$1\" ] || head -c 150M /dev/zero > \"$1\"";
+    char script[512];
+    cap_then(c, "[ -e \"$1\" ] || head -c 150M /dev/zero > \"$1\"", script, sizeof script);
     const char *args[] = {"probe", "--device", "host", "--no-cache", "--max", "4", "--strategy",
                           "bisect", "--show-output", "--export-json", "-", "--", "/bin/sh", "-c",
                           script, mount, file, "{batch}", NULL};
@@ -2994,13 +3002,8 @@ TEST(cli_trials_run_out_of_memory_inside_a_container_s_limit)
     char join[BATCHFIT__CGROUP_PATH_MAX + 16];
     snprintf(join, sizeof join, "TEST_CGROUP=%s", c->procs);
     const char *envs[] = {join, NULL};
-    const char *script = c->outer.version == 2
-                             ? "rel=$(sed -n 's/^0:://p' /proc/self/cgroup); "
-                               "echo \"CAP $(cat \"$0$rel/memory.max\")\" >&2; "
-                               "exec \"$1\" grow 300000 1024"
-                             : "rel=$(sed -n 's/^[0-9]*:[^:]*memory[^:]*://p' /proc/self/cgroup); "
-                               "echo \"CAP $(cat \"$0$rel/memory.limit_in_bytes\")\" >&2; "
-                               "exec \"$1\" grow 300000 1024";
+    char script[512];
+    cap_then(c, "exec \"$1\" grow 300000 1024", script, sizeof script);
     /* 293 MiB at batch 1, three times the limit; without the watchdog,
      * which would otherwise stop it past the budget first on some runs. */
     const char *too_big[] = {"probe", "--device", "host", "--no-cache", "--no-watchdog",
