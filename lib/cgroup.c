@@ -194,6 +194,13 @@ int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes, int no_s
         return -1;
     }
     if (limit_bytes) {
+        /* The kernel keeps a limit in whole pages, rounded down: a limit
+         * of a budget's bytes (rarely a page multiple) would sit up to a
+         * page under the budget, so it is rounded up. */
+        long page = sysconf(_SC_PAGESIZE);
+        uint64_t size = page > 0 ? (uint64_t)page : 4096;
+        if (limit_bytes <= UINT64_MAX - size)
+            limit_bytes = (limit_bytes + size - 1) / size * size;
         char file[BATCHFIT__CGROUP_PATH_MAX], value[32];
         snprintf(value, sizeof value, "%llu", (unsigned long long)limit_bytes);
         const char *name = cg->version == 2 ? "/memory.max" : "/memory.limit_in_bytes";

@@ -33,6 +33,11 @@ void test_fail(const char *file, int line, const char *fmt, ...)
     fputc('\n', stdout);
 }
 
+int test_failed(void)
+{
+    return current_failed;
+}
+
 const char *test_source_dir(void)
 {
     return BATCHFIT_SOURCE_DIR;

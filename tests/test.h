@@ -12,6 +12,8 @@
 
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Whether the running test has failed a check (in a helper it called). */
+int test_failed(void);
 
 #define TEST(name)           \
     void test_##name(void); \

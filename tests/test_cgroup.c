@@ -70,6 +70,40 @@ TEST(cgroup_accounts_caps_and_removes)
     CHECK(gone);
 }
 
+/* A limit of a budget's bytes is never set under them: the kernel keeps
+ * whole pages, rounded down, and a trial's cap at its budget (rarely a
+ * page multiple) read back up to a page under it: a CI machine's failure
+ * of cli_a_trial_s_cap_under_a_container_is_never_under_its_budget, where
+ * the test's file was shared memory and the cap fell to the budget. */
+TEST(cgroup_a_limit_is_never_set_under_its_bytes)
+{
+    batchfit__cgroup *cg = calloc(1, sizeof *cg);
+    CHECK(cg != NULL);
+    if (batchfit__cgroup_detect(cg) != 0) {
+        free(cg);
+        return;
+    }
+    const uint64_t limit = (UINT64_C(256) << 20) + 1;
+    int made = batchfit__cgroup_create(cg, limit, 0);
+    char file[BATCHFIT__CGROUP_PATH_MAX], text[64] = "";
+    int named = made == 0 && batchfit__cgroup_file(cg, cg->version == 2 ? "memory.max"
+                                                                         : "memory.limit_in_bytes",
+                                                   file, sizeof file) == 0;
+    FILE *f = named ? fopen(file, "r") : NULL;
+    if (f) {
+        if (!fgets(text, sizeof text, f))
+            text[0] = '\0';
+        fclose(f);
+    }
+    batchfit__cgroup_destroy(cg);
+    free(cg);
+    CHECK_EQ(made, 0);
+    CHECK(named);
+    unsigned long long set = strtoull(text, NULL, 10);
+    CHECK(set >= limit);
+    CHECK(set < limit + UINT64_C(65536));
+}
+
 /* What a process in the inner of two limited cgroups reads: it holds 16
  * MiB and has written and read back a 24 MiB file (page cache the kernel
  * drops before it kills). */
