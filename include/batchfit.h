@@ -1131,7 +1131,11 @@ BATCHFIT_API void batchfit_recover_free(batchfit_recover *rec);
 /* The plan for the next optimizer step. */
 BATCHFIT_API const batchfit_recover_plan *batchfit_recover_get(const batchfit_recover *rec);
 /* A step ran to the end. After grow_after clean steps (when set) the
- * micro-batch is raised toward the starting size; *changed says so.
+ * micro-batch is raised toward the starting size; *changed says so. A
+ * raise that runs out of memory bounds the next ones below its size, and
+ * doubles the wait; once the run has held just below that size for the
+ * wait, the size is tried again (running clean, the wait is grow_after
+ * again).
  * Returns BATCHFIT_OK, or BATCHFIT_E_ABORTED where the resize callback
  * refused the larger plan (the plan stays the one the pipeline has). */
 BATCHFIT_API int batchfit_recover_step_ok(batchfit_recover *rec, int *changed);

@@ -19,6 +19,7 @@ struct batchfit_recover_s {
     unsigned retries;
     unsigned grow_wait;       /* clean steps before the next attempt to grow */
     int growing;              /* the current plan is an attempt to grow */
+    int retrying;             /* that attempt is the size a grow ran out of memory at */
     uint64_t grow_failed;     /* the smallest micro-batch a grow ran out of memory at; 0 none */
 };
 
@@ -218,32 +219,13 @@ const batchfit_recover_plan *batchfit_recover_get(const batchfit_recover *rec)
     return rec ? &rec->plan : NULL;
 }
 
-int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
+/* The micro-batch to grow to under top (at most top), halfway from the
+ * plan's: top itself where halfway splits into no larger a micro-batch; 0
+ * where nothing larger than the plan's splits at or under top. */
+static uint64_t grow_target(const batchfit_recover *r, uint64_t top)
 {
-    if (!r)
-        return BATCHFIT_E_INVALID_ARGUMENT;
-    if (changed)
-        *changed = 0;
-    r->retries = 0;
-    r->growing = 0;
-    if (r->plan.micro_batch > r->last_good_micro)
-        r->last_good_micro = r->plan.micro_batch;
-    r->clean_steps++;
-    if (!r->opts.grow_after || r->plan.micro_batch >= r->start_micro ||
-        r->clean_steps < r->grow_wait)
-        return BATCHFIT_OK;
-    /* Halfway back toward the probed size, or below the smallest size a
-     * grow already failed at (aiming there again failed for ever: 2 x 14
-     * grew to 7, failed, went back, grew to 7, where 4 x 7 fitted): memory
-     * freed by others may not all be back. Where the split rounds that
-     * down to no larger a micro-batch (10 at least 4 splits evenly only as
-     * 5 or 10: 8 is 5), the top itself; where nothing larger splits below
-     * the top, nothing changes. */
-    uint64_t top = r->grow_failed && r->grow_failed - 1 < r->start_micro ? r->grow_failed - 1
-                                                                          : r->start_micro;
-    r->clean_steps = 0;
     if (top <= r->plan.micro_batch)
-        return BATCHFIT_OK;
+        return 0;
     uint64_t target = r->plan.micro_batch + (top - r->plan.micro_batch + 1) / 2;
     batchfit_recover_plan grown;
     if (!make_plan(&grown, r->opts.global_batch, target, r->opts.min_batch) ||
@@ -251,16 +233,75 @@ int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
         target = top;
     if (!make_plan(&grown, r->opts.global_batch, target, r->opts.min_batch) ||
         grown.micro_batch <= r->plan.micro_batch)
+        return 0;
+    return target;
+}
+
+int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
+{
+    if (!r)
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    if (changed)
+        *changed = 0;
+    /* The size a grow ran out of memory at ran clean this time: what
+     * squeezed it has passed, and growing goes on as from the start. */
+    if (r->growing && r->retrying) {
+        batchfit__log(r->ctx, BATCHFIT_LOG_INFO,
+                      "recover: micro-batch %llu, where a grow ran out of memory before, ran "
+                      "clean: growing back toward the probed %llu every %u clean steps again",
+                      (unsigned long long)r->plan.micro_batch, (unsigned long long)r->start_micro,
+                      r->opts.grow_after);
+        r->grow_failed = 0;
+        r->grow_wait = r->opts.grow_after;
+    }
+    r->retries = 0;
+    r->growing = 0;
+    r->retrying = 0;
+    if (r->plan.micro_batch > r->last_good_micro)
+        r->last_good_micro = r->plan.micro_batch;
+    r->clean_steps++;
+    if (!r->opts.grow_after || r->plan.micro_batch >= r->start_micro ||
+        r->clean_steps < r->grow_wait)
         return BATCHFIT_OK;
-    char why[128];
-    snprintf(why, sizeof why, "%u clean steps: growing back toward the probed %llu",
-             r->grow_wait, (unsigned long long)r->start_micro);
+    /* Halfway back toward the probed size, or below the smallest size a
+     * grow already failed at (aiming there again at once failed for ever:
+     * 2 x 14 grew to 7, failed, went back, grew to 7, where 4 x 7 fitted):
+     * memory freed by others may not all be back. Where the split rounds
+     * that down to no larger a micro-batch (10 at least 4 splits evenly
+     * only as 5 or 10: 8 is 5), the top itself. Where nothing larger splits
+     * below that size, the run has held as close under it as it can for
+     * the wait, doubled by every failure: that size is tried again (a
+     * squeeze that passed, another job's memory given back, bounded the
+     * run for good; one that lasts costs an out-of-memory step a doubling
+     * of the wait). */
+    r->clean_steps = 0;
+    uint64_t bound = r->grow_failed && r->grow_failed - 1 < r->start_micro ? r->grow_failed - 1
+                                                                            : r->start_micro;
+    uint64_t target = grow_target(r, bound);
+    int retry = 0;
+    if (!target && bound < r->start_micro) {
+        target = grow_target(r, r->grow_failed);
+        retry = target != 0;
+    }
+    if (!target)
+        return BATCHFIT_OK;
+    char why[200];
+    if (retry)
+        snprintf(why, sizeof why,
+                 "%u clean steps at the largest split under %llu: trying %llu again (a grow ran "
+                 "out of memory there)",
+                 r->grow_wait, (unsigned long long)r->grow_failed,
+                 (unsigned long long)r->grow_failed);
+    else
+        snprintf(why, sizeof why, "%u clean steps: growing back toward the probed %llu",
+                 r->grow_wait, (unsigned long long)r->start_micro);
     /* Growing only once the pipeline took the larger plan: after a
      * refusal the next out of memory was read as a failed grow, and it
      * "went back" to the very plan it had. */
     int rc = apply(r, target, 0, why);
     if (rc == BATCHFIT_OK) {
         r->growing = 1;
+        r->retrying = retry;
         if (changed)
             *changed = 1;
     }
@@ -290,6 +331,7 @@ static int recover_oom(batchfit_recover *r, uint64_t available_bytes)
         /* Growing was too hopeful: back to the last size that ran clean,
          * and wait twice as long before the next attempt. */
         r->growing = 0;
+        r->retrying = 0;
         if (!r->grow_failed || m < r->grow_failed)
             r->grow_failed = m;
         r->grow_wait = r->grow_wait ? r->grow_wait * 2 : r->opts.grow_after;

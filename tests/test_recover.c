@@ -200,63 +200,86 @@ static void grow_after_3(batchfit_recover_options *o)
     o->grow_after = 3;
 }
 
+/* Runs clean steps until the plan grows: the step it grew at (1 the
+ * first), 0 where it did not in limit steps or a step failed. */
+static unsigned clean_steps_to_grow(batchfit_recover *r, unsigned limit)
+{
+    for (unsigned i = 1; i <= limit; i++) {
+        int changed = 0;
+        if (batchfit_recover_step_ok(r, &changed) != BATCHFIT_OK)
+            return 0;
+        if (changed)
+            return i;
+    }
+    return 0;
+}
+
 TEST(recover_grows_back_when_asked)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
     resizes rs = {0};
     batchfit_recover *r = make(ctx, 128, 32, &rs, grow_after_3);
     const batchfit_recover_plan *p = batchfit_recover_get(r);
-    int changed = 0;
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
     CHECK_EQ(p->micro_batch, 16);
-    for (int i = 0; i < 2; i++) {
-        CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-        CHECK_EQ(changed, 0);
-    }
-    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-    CHECK_EQ(changed, 1);
+    CHECK_EQ(clean_steps_to_grow(r, 100), 3);
     CHECK_EQ(p->micro_batch, 22); /* at most 24, halfway back to 32: 22 x 5 + 18 */
     CHECK_EQ(p->micro_batch * (p->accumulation - 1) + p->last_micro_batch, 128);
     /* Too hopeful: back to 16, and twice as long before the next try. */
     CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
     CHECK_EQ(p->micro_batch, 16);
-    for (int i = 0; i < 5; i++) {
-        CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-        CHECK_EQ(changed, 0);
-    }
-    CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-    CHECK_EQ(changed, 1);
+    CHECK_EQ(clean_steps_to_grow(r, 100), 6);
     /* Not 22 again: halfway to 21, under the size the grow failed at:
      * 19 x 6 + 14. */
     CHECK_EQ(p->micro_batch, 19);
-    /* A growth that held keeps the longer wait; nothing larger splits
-     * below 22 (20 and 21 are 19 x 6 + 14 again): it stays. */
-    for (int i = 0; i < 30; i++) {
-        CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
-        CHECK_EQ(changed, 0);
-    }
+    /* A growth that held keeps the longer wait. Nothing larger splits
+     * below 22 (20 and 21 are 19 x 6 + 14 again): after that wait at 19,
+     * 22 is tried again (22 x 5 + 18). */
+    CHECK_EQ(clean_steps_to_grow(r, 100), 6);
+    CHECK_EQ(p->micro_batch, 22);
+    /* Still too much: back to 19, and 12 clean steps before 22 again. */
+    CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
     CHECK_EQ(p->micro_batch, 19);
+    CHECK_EQ(clean_steps_to_grow(r, 100), 12);
+    CHECK_EQ(p->micro_batch, 22);
+    /* This time it runs clean: the squeeze has passed, and growing goes
+     * on every 3 clean steps (that one the first), halfway to 32 (26 x 4
+     * + 24), then 32. */
+    CHECK_EQ(clean_steps_to_grow(r, 100), 3);
+    CHECK_EQ(p->micro_batch, 26);
+    CHECK_EQ(clean_steps_to_grow(r, 100), 3);
+    CHECK_EQ(p->micro_batch, 32);
+    CHECK_EQ(clean_steps_to_grow(r, 100), 0); /* the probed size: no higher */
     batchfit_recover_free(r);
 
     /* A second reviewer's loop: 28 from 15 at least 2, a step that runs
      * out of memory above 5. It grew to 7, failed, went back to 2, and grew
      * to 7 again for ever (12 failures in 2000 steps, 2 x 14 all along);
-     * each failed grow now lowers the top, and it settles at 5 x 5 + 3. */
+     * each failed grow now lowers the top and doubles the wait, so it
+     * settles at 5 x 5 + 3, and tries past it less and less often. */
     resizes loop = {.min = 2, .grow_after = 1};
+    int changed = 0;
     r = make(ctx, 28, 15, &loop, NULL);
     p = batchfit_recover_get(r);
-    unsigned ooms = 0;
-    for (int step = 0; step < 2000; step++) {
+    unsigned ooms = 0, ooms_late = 0, at_five = 0;
+    for (int step = 0; step < 4000; step++) {
         if (p->micro_batch > 5) {
             ooms++;
+            ooms_late += step >= 2000;
             CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
         } else {
+            at_five += p->micro_batch == 5;
             CHECK_EQ(batchfit_recover_step_ok(r, &changed), BATCHFIT_OK);
         }
     }
     CHECK_EQ(p->micro_batch, 5);
     CHECK_EQ(p->last_micro_batch, 3);
-    CHECK(ooms <= 6);
+    /* Two halvings from 15, then one failed grow a doubling of the wait
+     * (2, 4, ... steps): at most 2 + log2(4000) = 13, one of them in the
+     * second 2000 steps; every clean step but a few at 5. */
+    CHECK(ooms <= 13);
+    CHECK(ooms_late <= 1);
+    CHECK(at_five >= 3980);
     batchfit_recover_free(r);
 
     /* Off by default: clean steps never change the plan. */
@@ -269,6 +292,101 @@ TEST(recover_grows_back_when_asked)
     }
     CHECK_EQ(p->micro_batch, 16);
     batchfit_recover_free(r);
+    batchfit_ctx_free(ctx);
+}
+
+/* Runs steps that run out of memory above squeeze_limit for the first
+ * squeeze steps, above limit after; the micro-batch of the last step that
+ * ran clean, and the out-of-memory steps after the squeeze. */
+typedef struct squeeze_run {
+    uint64_t last_clean;
+    unsigned ooms_after;
+    int failed;
+} squeeze_run;
+
+static squeeze_run run_squeeze(batchfit_ctx *ctx, uint64_t global, uint64_t start, uint64_t min,
+                               unsigned grow_after, uint64_t squeeze_limit, unsigned squeeze,
+                               uint64_t limit, unsigned steps)
+{
+    squeeze_run out = {0, 0, 0};
+    resizes rs = {.min = min, .grow_after = grow_after};
+    batchfit_recover *r = make(ctx, global, start, &rs, NULL);
+    if (!r) {
+        out.failed = 1;
+        return out;
+    }
+    const batchfit_recover_plan *p = batchfit_recover_get(r);
+    for (unsigned step = 0; step < steps && !out.failed; step++) {
+        uint64_t fits = step < squeeze ? squeeze_limit : limit;
+        if (p->micro_batch > fits) {
+            out.ooms_after += step >= squeeze;
+            out.failed = batchfit_recover_oom(r, 0) != BATCHFIT_OK;
+        } else {
+            out.last_clean = p->micro_batch;
+            out.failed = batchfit_recover_step_ok(r, NULL) != BATCHFIT_OK;
+        }
+    }
+    batchfit_recover_free(r);
+    return out;
+}
+
+/* A squeeze that passes (another job's memory given back, a fragmented
+ * pool released) is grown out of: a grow that failed under it bounded the
+ * run for good (128 from 32, 10 fitting for 100 steps and 32 after: it
+ * stayed at 10). Over random cases the run that met a squeeze ends where
+ * the run that met none does, at the largest plan that fits, and pays at
+ * most a failed grow a doubling of the wait after it. */
+TEST(recover_grows_back_after_a_squeeze_passes)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    squeeze_run calm = run_squeeze(ctx, 128, 32, 1, 3, 32, 0, 32, 600);
+    squeeze_run squeezed = run_squeeze(ctx, 128, 32, 1, 3, 10, 100, 32, 600);
+    CHECK_EQ(calm.failed, 0);
+    CHECK_EQ(squeezed.failed, 0);
+    CHECK_EQ(calm.last_clean, 32);
+    CHECK_EQ(squeezed.last_clean, 32);
+    CHECK_EQ(squeezed.ooms_after, 0);
+
+    uint64_t seed = UINT64_C(0x9e3779b97f4a7c15);
+    unsigned cases = 0;
+    for (int k = 0; k < 2000; k++) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        uint64_t global = 2 + seed % 200, start = 1 + (seed >> 8) % global;
+        uint64_t min = 1 + (seed >> 16) % 3, limit = min + (seed >> 24) % global;
+        uint64_t squeeze_limit = min + (seed >> 32) % (limit - min + 1);
+        unsigned grow_after = 1 + (unsigned)((seed >> 40) % 5);
+        unsigned squeeze = (unsigned)((seed >> 44) % 300);
+        squeeze_run a = run_squeeze(ctx, global, start, min, grow_after, limit, 0, limit, 1500);
+        squeeze_run b = run_squeeze(ctx, global, start, min, grow_after, squeeze_limit, squeeze,
+                                    limit, 1500);
+        if (a.failed || b.failed)
+            continue; /* no plan fits, or the minimum ran out of memory */
+        cases++;
+        if (a.last_clean != b.last_clean) {
+            test_fail(__FILE__, __LINE__,
+                      "%llu from %llu at least %llu, grow after %u, %u steps fitting %llu then "
+                      "%llu: ended at %llu, %llu without the squeeze",
+                      (unsigned long long)global, (unsigned long long)start,
+                      (unsigned long long)min, grow_after, squeeze,
+                      (unsigned long long)squeeze_limit, (unsigned long long)limit,
+                      (unsigned long long)b.last_clean, (unsigned long long)a.last_clean);
+            return;
+        }
+        /* The largest plan that fits: the one made for at most the limit
+         * (or the start, where it is lower). */
+        resizes none = {.min = min};
+        batchfit_recover *best = make(ctx, global, limit < start ? limit : start, &none, NULL);
+        CHECK(best != NULL);
+        uint64_t largest = batchfit_recover_get(best)->micro_batch;
+        batchfit_recover_free(best);
+        CHECK_EQ(a.last_clean, largest);
+        /* Halvings back down after a grow past the limit, then a failed
+         * grow a doubling of the wait: log2(1500) + log2(global) + 2. */
+        CHECK(b.ooms_after <= 20);
+    }
+    CHECK(cases >= 1000);
     batchfit_ctx_free(ctx);
 }
 
