@@ -61,9 +61,6 @@ static int refuse(session *s, int code, const char *fmt, ...)
     return batchfit_exit_status(code);
 }
 
-/* Everything that can be checked without running anything: the
- * hyperparameters file, the VRAM limit's environment, the command, the
- * device. Returns -1 to go on, or an exit code. */
 /* Ranks of an MPI job that probe the host on one node share its memory:
  * each judged against all of it, two ranks of the example trainer under a
  * 400 MiB limit each kept 534-700 samples, the job then needed 386-462 MiB
@@ -100,6 +97,9 @@ static void share_the_host(session *s)
     }
 }
 
+/* Everything that can be checked without running anything: the
+ * hyperparameters file, the VRAM limit's environment, the command, the
+ * device. Returns -1 to go on, or an exit code. */
 static int check_input(session *s)
 {
     probe_cli *c = s->cli;
