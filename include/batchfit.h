@@ -977,7 +977,9 @@ typedef struct batchfit_ranks {
  * comes first), the same on every rank so every rank can end with the same
  * exit status, and result->agreed_error names that rank. With
  * BATCHFIT_AGREE_MIN, result->agreed_batch_size is the smallest rank's
- * answer; with PER_RANK, this rank's own. The outcomes are kept in the
+ * answer; with PER_RANK, this rank's own. Ranks that pass different modes
+ * fail alike: agreed_status BATCHFIT_E_INVALID_ARGUMENT, naming the first
+ * rank whose mode differs from rank 0's. The outcomes are kept in the
  * result (rank_outcomes) and written to its JSON. Returns BATCHFIT_OK when
  * the exchange worked (whatever the ranks found), BATCHFIT_E_DEVICE when it
  * failed, BATCHFIT_E_NO_MEMORY when this rank could not take part (then

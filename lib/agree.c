@@ -20,6 +20,7 @@ typedef struct wire {
     char device_name[96];
     char error[256];
     int32_t interrupted; /* stopped by its own interrupt, not by a peer */
+    int32_t mode;        /* how this rank asked the ranks to agree */
 } wire;
 
 static void fill(wire *w, int rank, const batchfit_result *r)
@@ -45,6 +46,13 @@ static void fill(wire *w, int rank, const batchfit_result *r)
                        r->error ? r->error : batchfit_strerror(w->status));
 }
 
+static const char *mode_words(int32_t mode)
+{
+    return mode == BATCHFIT_AGREE_MIN        ? "the smallest answer (min)"
+           : mode == BATCHFIT_AGREE_PER_RANK ? "each rank's own answer (per-rank)"
+                                             : "an unknown mode";
+}
+
 int batchfit__ranks_valid(const batchfit_ranks *ranks)
 {
     return ranks && ranks->struct_size >= sizeof *ranks && ranks->allgather && ranks->size >= 1 &&
@@ -61,6 +69,7 @@ int batchfit_agree(batchfit_ctx *ctx, const batchfit_ranks *ranks, batchfit_agre
                               "required");
     wire mine;
     fill(&mine, ranks->rank, result);
+    mine.mode = (int32_t)mode;
     size_t n = (size_t)ranks->size;
     wire *all = batchfit__calloc(&ctx->allocator, n, sizeof *all);
     batchfit_rank_outcome *outcomes =
@@ -114,8 +123,23 @@ int batchfit_agree(batchfit_ctx *ctx, const batchfit_ranks *ranks, batchfit_agre
         if (w->status == BATCHFIT_OK && (!smallest || w->batch_size < smallest))
             smallest = w->batch_size;
     }
+    /* Ranks that ask to agree differently (an MPMD job given other flags
+     * on some hosts) would each train with a size the others did not
+     * expect: the job fails as the first that differs from rank 0, on
+     * every rank alike (each judges from the same records). */
+    char why[160] = "";
+    for (size_t i = 1; i < n; i++)
+        if (all[i].mode != all[0].mode) {
+            snprintf(why, sizeof why,
+                     "it asks the ranks to agree on %s, rank %d on %s; every rank must ask the same",
+                     mode_words(all[i].mode), (int)all[0].rank, mode_words(all[0].mode));
+            status = BATCHFIT_E_INVALID_ARGUMENT;
+            failed_rank = (int)i;
+            break;
+        }
     batchfit__free(&ctx->allocator, all);
-    int rc = batchfit__result_set_agreement(result, mode, outcomes, n, status, failed_rank);
+    int rc = batchfit__result_set_agreement(result, mode, outcomes, n, status, failed_rank,
+                                            why[0] ? why : NULL);
     if (rc == BATCHFIT_OK && status == BATCHFIT_OK)
         result->agreed_batch_size = mode == BATCHFIT_AGREE_MIN ? smallest : result->batch_size;
     if (rc)

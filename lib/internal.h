@@ -58,10 +58,12 @@ int batchfit__result_keep(batchfit_result *result, const char **field, const cha
  * memory allows). */
 void batchfit__result_complete(batchfit_ctx *ctx, batchfit_result *result, int code,
                                const char *message);
-/* Records the ranks' agreement in the result, which takes outcomes. */
+/* Records the ranks' agreement in the result, which takes outcomes. The
+ * job's error names failed_rank (where >= 0) and says why, or else gives
+ * that rank's own error. */
 int batchfit__result_set_agreement(batchfit_result *result, batchfit_agree_mode mode,
                                    batchfit_rank_outcome *outcomes, size_t count, int status,
-                                   int failed_rank);
+                                   int failed_rank, const char *why);
 /* Gives the result room for count GPUs' budgets (zeroed) and returns it. */
 batchfit_gpu_budget *batchfit__result_set_gpus(batchfit_result *result, size_t count);
 /* Records the peaks on the result's GPUs of the trial at index trial (the

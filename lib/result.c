@@ -270,7 +270,7 @@ int batchfit_result_failed(batchfit_ctx *ctx, int code, const char *message,
 
 int batchfit__result_set_agreement(batchfit_result *result, batchfit_agree_mode mode,
                                    batchfit_rank_outcome *outcomes, size_t count, int status,
-                                   int failed_rank)
+                                   int failed_rank, const char *why)
 {
     result_impl *r = (result_impl *)result;
     batchfit__free(&r->allocator, r->outcomes);
@@ -287,6 +287,6 @@ int batchfit__result_set_agreement(batchfit_result *result, batchfit_agree_mode 
     const batchfit_rank_outcome *o = &outcomes[failed_rank];
     char text[BATCHFIT_ERRMSG_MAX + 128];
     snprintf(text, sizeof text, "rank %d (%s): %s", o->rank,
-             o->device_spec[0] ? o->device_spec : "no device", o->error);
+             o->device_spec[0] ? o->device_spec : "no device", why ? why : o->error);
     return batchfit__result_keep(result, &r->pub.agreed_error, text);
 }

@@ -60,8 +60,8 @@ static void *member_main(void *arg)
     return NULL;
 }
 
-/* Runs the three members' agreement at once. */
-static void agree_all(thread_job *job, member *members, batchfit_agree_mode mode)
+/* Runs the three members' agreement at once, each in its own mode. */
+static void agree_each(thread_job *job, member *members)
 {
     pthread_t threads[3];
     job->calls = 0;
@@ -69,12 +69,19 @@ static void agree_all(thread_job *job, member *members, batchfit_agree_mode mode
     for (int i = 0; i < 3; i++) {
         members[i].job = job;
         members[i].rank = i;
-        members[i].mode = mode;
         pthread_create(&threads[i], NULL, member_main, &members[i]);
     }
     for (int i = 0; i < 3; i++)
         pthread_join(threads[i], NULL);
     pthread_barrier_destroy(&job->barrier);
+}
+
+/* The same, all in one mode. */
+static void agree_all(thread_job *job, member *members, batchfit_agree_mode mode)
+{
+    for (int i = 0; i < 3; i++)
+        members[i].mode = mode;
+    agree_each(job, members);
 }
 
 static batchfit_result *probe_sim(batchfit_ctx *ctx, const char *spec)
@@ -126,6 +133,23 @@ TEST(agree_min_per_rank_and_the_failed_rank)
     agree_all(&job, m, BATCHFIT_AGREE_PER_RANK);
     for (int i = 0; i < 3; i++)
         CHECK_EQ(m[i].result->agreed_batch_size, m[i].result->batch_size);
+
+    /* A rank that asks for its own answer where rank 0 asks for the
+     * smallest would train with a size the others did not expect: the job
+     * fails as that rank, the same on every rank, even where one failed. */
+    m[0].mode = m[1].mode = BATCHFIT_AGREE_MIN;
+    m[2].mode = BATCHFIT_AGREE_PER_RANK;
+    agree_each(&job, m);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(m[i].rc, BATCHFIT_OK);
+        CHECK_EQ(m[i].result->agreed_status, BATCHFIT_E_INVALID_ARGUMENT);
+        CHECK_EQ(m[i].result->agreed_batch_size, 0);
+        CHECK_STR(m[i].result->agreed_error,
+                  "rank 2 (sim:capacity=8GiB,fixed=1GiB,per_sample=100MiB): it asks the ranks to "
+                  "agree on each rank's own answer (per-rank), rank 0 on the smallest answer "
+                  "(min); every rank must ask the same");
+    }
+    CHECK_EQ(batchfit_exit_status(m[0].result->agreed_status), 2);
 
     /* A rank stopped by a peer (ABORTED) is not the cause; the rank that
      * failed on its own is, on every rank. */
