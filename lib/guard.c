@@ -11,7 +11,8 @@
  * process group first. If the socket closes while the guard lives, we are
  * gone, and the guard kills the trial's process group, every process
  * it was told of that is still the same process (its start time), and the
- * trial's cgroup, which it then removes.
+ * trial's cgroup, which it then removes. It runs in a session of its own,
+ * so a signal to our process group does not reach it.
  *
  * After fork() in a process that may have other threads (a Python program
  * using the library), the guard calls only async-signal-safe functions. */
@@ -179,6 +180,10 @@ int batchfit__guard_start(batchfit__guard *g, const batchfit__cgroup *cg)
     pthread_sigmask(SIG_BLOCK, &all, &was);
     pid_t pid = fork();
     if (pid == 0) {
+        /* A session of its own: a signal to our whole group (kill -9 %1,
+         * timeout -s KILL, a Jupyter kernel's restart) killed the guard
+         * with us, and the trial's program ran on. */
+        setsid();
         close(sv[0]);
         guard_run(sv[1], cg, procs);
     }

@@ -679,9 +679,12 @@ static unsigned long long start_time(long pid)
  * its own that the guard was told of die with it. A process it was told of
  * under another start time (its pid reused since) is left alone, and so
  * is the guard itself until it is done (the walk finds it too). The
- * "batchfit" here is a forked process that starts the trial and its guard
- * as the runner does, tells the guard, says so, and is killed. */
-TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
+ * "batchfit" here is a forked process in a process group of its own that
+ * starts the trial and its guard as the runner does, tells the guard,
+ * says so, and is killed: alone, or with its whole group (kill -9 %1,
+ * timeout -s KILL, a Jupyter kernel's restart), which killed a guard in
+ * that group too and left the trial's program running. */
+static void guard_after_kill(int whole_group)
 {
     pid_t decoy = fork();
     if (decoy == 0) {
@@ -693,6 +696,7 @@ TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
     CHECK_EQ(pipe(told), 0);
     pid_t parent = fork();
     if (parent == 0) {
+        setpgid(0, 0);
         close(told[0]);
         dup2(told[1], 1); /* the guard keeps stdout: EOF says it is done */
         close(told[1]);
@@ -741,7 +745,7 @@ TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
     long main_pid = 0, grandchild = 0, guard = 0;
     int got = f != NULL && fscanf(f, "%ld %ld %ld", &main_pid, &grandchild, &guard) == 3;
     int were_alive = got && alive(main_pid) && alive(grandchild);
-    kill(parent, SIGKILL);
+    kill(whole_group ? -parent : parent, SIGKILL);
     waitpid(parent, NULL, 0);
     /* The guard holds the other end of this pipe until it has done its work. */
     char rest[64];
@@ -771,6 +775,13 @@ TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
     CHECK(!main_alive);
     CHECK(!grandchild_alive);
     CHECK(decoy_alive);
+}
+
+TEST(child_guard_kills_the_trial_when_batchfit_is_killed)
+{
+    guard_after_kill(0);
+    if (!test_failed())
+        guard_after_kill(1);
 }
 
 /* A child of ours holding bytes of written memory until killed; -1 if it
