@@ -466,7 +466,6 @@ static uint64_t tried_to_allocate(const char *line)
     return batchfit__parse_size(text, NULL, &bytes, NULL, 0) == BATCHFIT_OK ? bytes : 0;
 }
 
-/* Scans the window of the current line for a signature. */
 /* Scans the window of a stream's current line for a signature. */
 static void output_scan(const batchfit__runner *r, output *o, stream *st)
 {
@@ -572,7 +571,9 @@ static void output_feed(batchfit__runner *r, output *o, stream *st, const char *
         }
         if (st->line_len == LINE_MAX_KEEP - 1)
             output_window(r, o, st);
-        st->line[st->line_len++] = buf[i] == '\r' ? ' ' : buf[i];
+        /* A carriage return (a progress bar's) or a NUL byte (which would
+         * end the line as text, hiding what follows) reads as a blank. */
+        st->line[st->line_len++] = buf[i] == '\r' || buf[i] == '\0' ? ' ' : buf[i];
     }
 }
 

@@ -285,11 +285,19 @@ static int word_char(char c)
 /* Words that, among the four before a built-in row's match in its clause
  * (back to punctuation that is not part of a word), make the line one that
  * names the failure without reporting it: a negation ("Epoch 1: no out of
- * memory errors so far"), or advice, with the stems' usual endings ("set
- * PYTORCH_CUDA_ALLOC_CONF to avoid fragmentation and out of memory"). */
-static const char *const negations[] = {"no", "not", "never", "without", "zero"};
-static const char *const advice_stems[] = {"avoid", "prevent", "reduc", "mitigat", "handl"};
-static const char *const advice_endings[] = {"", "e", "es", "ed", "ing", "s"};
+ * memory errors so far"), a condition ("Tip: if you run out of memory,
+ * try --gradient-checkpointing", "in case of out of memory the trainer
+ * retries"), or advice, with the stems' usual endings ("set
+ * PYTORCH_CUDA_ALLOC_CONF to avoid fragmentation and out of memory", "to
+ * lower the risk of out of memory", "retries after an out of memory
+ * error", a help text's; each printed by a run that finished read as one
+ * that ran out of memory, exit 3). */
+static const char *const negations[] = {"no",     "not",  "never", "without", "zero",
+                                        "if",     "unless", "case"};
+static const char *const advice_stems[] = {"avoid", "prevent", "reduc",   "mitigat", "handl",
+                                           "limit", "lower",   "minimiz", "minimis", "risk",
+                                           "retr"};
+static const char *const advice_endings[] = {"", "e", "es", "ed", "ing", "s", "y", "ies", "ied", "ying"};
 /* Values after the match's colon or equals sign that say nothing failed
  * ("Checked for MemoryError: none", "malloc failed: 0 times"). */
 static const char *const nothing[] = {"none", "0", "false", "no", "never", "n/a", "nil", "null"};

@@ -147,6 +147,14 @@ TEST(child_every_oom_signature_is_out_of_memory)
     CHECK_EQ(t.outcome, BATCHFIT_OOM);
     CHECK_CONTAINS(t.message, "call): ...xxx");
     CHECK_CONTAINS(t.message, "x RuntimeError: CUDA error: out of memory");
+    /* A NUL byte earlier on the line (a progress bar's, a binary's) is
+     * read past, as a terminal shows the line: the message behind it read
+     * as an error (exit 4). */
+    const char *nul[] = {"/bin/sh", "-c",
+                         "printf 'abc\\000RuntimeError: CUDA out of memory\\n' >&2; exit 1", NULL};
+    CHECK_EQ(trial(&o, nul, 8, &t), BATCHFIT_OK);
+    CHECK_EQ(t.outcome, BATCHFIT_OOM);
+    CHECK_CONTAINS(t.message, "abc RuntimeError: CUDA out of memory");
     CHECK_EQ(printed(&o, "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to "
                            "allocate 8589934592 bytes. Error code 12", "1", &t), BATCHFIT_OK);
     CHECK(t.peak_bytes >= UINT64_C(8589934592));

@@ -130,6 +130,11 @@ TEST(oom_every_builtin_row_matches_its_example)
         {"x.py:3: RuntimeWarning: overflow encountered; torch.OutOfMemoryError: CUDA out of memory",
          "PyTorch CUDA allocator"},
         {"error: not enough memory", "not enough memory"},
+        /* Conditions and advice in another clause, or after the match. */
+        {"Error: out of memory. If this persists, lower --batch-size", "generic out-of-memory message"},
+        {"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB; retrying with 8",
+         "PyTorch CUDA allocator"},
+        {"step 40: limit reached: out of memory", "generic out-of-memory message"},
         {"insufficient device memory to run the batch", "not enough memory"},
     };
     for (size_t i = 0; i < sizeof phrasings / sizeof phrasings[0]; i++)
@@ -198,6 +203,15 @@ TEST(oom_ordinary_lines_do_not_match)
         "registered handler for java.lang.OutOfMemoryError",
         "2024-05-01 12:00:00,123 - WARNING - CUDA out of memory, retrying with 16",
         "W1204 12:00:00.123456 1234 allocator.cc:42] out of memory in the pool; trimming",
+        /* A third hostile user's: conditions and advice that a run which
+         * finished printed (each read as out of memory at every size). */
+        "Tip: if you run out of memory, try --gradient-checkpointing",
+        "If you get CUDA out of memory, lower --batch-size",
+        "Set max_split_size_mb to limit out of memory due to fragmentation",
+        "Enabling gradient checkpointing to lower the risk of out of memory",
+        "Using 8-bit Adam to minimize out of memory errors",
+        "in case of out of memory the trainer retries with half the batch",
+        "--oom-retries N   retries after an out of memory error (default 3)",
         "",
     };
     batchfit_ctx *ctx = test_ctx(NULL);
