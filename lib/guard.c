@@ -11,8 +11,8 @@
  * process group first. If the socket closes while the guard lives, we are
  * gone, and the guard kills the trial's process group, every process
  * it was told of that is still the same process (its start time), and the
- * trial's cgroup, which it then removes. It runs in a session of its own,
- * so a signal to our process group does not reach it.
+ * trial's cgroup, which it then removes. It runs in a process group (a
+ * session) of its own, so a signal to our process group does not reach it.
  *
  * After fork() in a process that may have other threads (a Python program
  * using the library), the guard calls only async-signal-safe functions. */
@@ -180,14 +180,20 @@ int batchfit__guard_start(batchfit__guard *g, const batchfit__cgroup *cg)
     pthread_sigmask(SIG_BLOCK, &all, &was);
     pid_t pid = fork();
     if (pid == 0) {
-        /* A session of its own: a signal to our whole group (kill -9 %1,
-         * timeout -s KILL, a Jupyter kernel's restart) killed the guard
-         * with us, and the trial's program ran on. */
+        /* Out of our process group: a signal to our whole group (kill -9
+         * %1, timeout -s KILL, a Jupyter kernel's restart) killed the guard
+         * with us, and the trial's program ran on. A session of its own
+         * (no terminal's hangup either), or, where our setpgid below came
+         * first and made it a group's leader, a group of its own. */
         setsid();
         close(sv[0]);
         guard_run(sv[1], cg, procs);
     }
     int e = errno;
+    /* Also from here, as a shell does: the guard is out of our group
+     * before we go on, whether or not it has run yet. */
+    if (pid > 0)
+        setpgid(pid, pid);
     pthread_sigmask(SIG_SETMASK, &was, NULL);
     close(sv[1]);
     if (pid < 0) {
