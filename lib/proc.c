@@ -147,15 +147,43 @@ int batchfit__proc_hwm(long pid, uint64_t *bytes)
     return proc_kib(text, "status", "VmHWM", bytes);
 }
 
-int batchfit__self_hwm_reset(void)
+/* "5" to PID's clear_refs resets its peak RSS (VmHWM) to its current RSS
+ * (Linux 4.0+). */
+static int hwm_reset(const char *pid)
 {
-    /* "5" resets the peak RSS (VmHWM) to the current RSS (Linux 4.0+). */
-    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/clear_refs", pid);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     ssize_t n = write(fd, "5", 1);
     close(fd);
     return n == 1 ? 0 : -1;
+}
+
+int batchfit__self_hwm_reset(void)
+{
+    return hwm_reset("self");
+}
+
+int batchfit__proc_hwm_reset(long pid)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%ld", pid);
+    return hwm_reset(text);
+}
+
+int batchfit__proc_private(long pid, uint64_t *private_bytes, uint64_t *rss_bytes)
+{
+    char text[32];
+    uint64_t dirty = 0, clean = 0;
+    int found = 0;
+    snprintf(text, sizeof text, "%ld", pid);
+    if (proc_kib2(text, "smaps_rollup", "Rss", rss_bytes, "Private_Dirty", &dirty, &found) != 0 ||
+        !found || proc_kib(text, "smaps_rollup", "Private_Clean", &clean) != 0)
+        return -1;
+    *private_bytes = dirty + clean;
+    return 0;
 }
 
 /* Reads ppid, start time and RSS pages of one process from /proc/PID/stat

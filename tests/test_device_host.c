@@ -1,6 +1,8 @@
 #include "test.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 TEST(device_host_reports_ram_and_measures_its_own_peak)
 {
@@ -221,19 +223,28 @@ static int warned_of_keeping(const batchfit_result *r)
     return 0;
 }
 
+/* The host, and options whose budget is extra bytes besides what this
+ * process holds already (*rss): in-process, a trial's peak is the whole
+ * process's (a runner under AddressSanitizer holds its quarantine, and
+ * batch 1 did not fit a budget of 256 MiB). NULL where it cannot be read. */
+static batchfit_device *host_over_held(batchfit_ctx *ctx, batchfit_options *o, uint64_t extra,
+                                       uint64_t *rss)
+{
+    batchfit_device *d = NULL;
+    batchfit_options_init(o);
+    if (batchfit__self_rss(rss) != 0 || batchfit_device_open(ctx, "host", &d) != BATCHFIT_OK)
+        return NULL;
+    o->memory_budget_bytes = *rss + extra;
+    return d;
+}
+
 TEST(device_host_in_process_probe_says_when_the_step_keeps_memory)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
-    batchfit_device *d = NULL;
-    CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
     batchfit_options o;
-    batchfit_options_init(&o);
-    /* 256 MiB besides what this process holds already (in-process, a
-     * trial's peak is the whole process's: a runner under AddressSanitizer
-     * holds its quarantine, and batch 1 did not fit a budget of 256 MiB). */
     uint64_t rss = 0;
-    CHECK_EQ(batchfit__self_rss(&rss), 0);
-    o.memory_budget_bytes = rss + (UINT64_C(256) << 20);
+    batchfit_device *d = host_over_held(ctx, &o, UINT64_C(256) << 20, &rss);
+    CHECK(d != NULL);
     leaky_step *l = calloc(1, sizeof *l);
     CHECK(l != NULL);
     l->per_sample = (size_t)256 << 10;
@@ -268,6 +279,98 @@ TEST(device_host_in_process_probe_says_when_the_step_keeps_memory)
         CHECK(r->batch_size > 500);
         batchfit_result_free(r);
     }
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
+
+/* A step whose work is done in a child process it keeps (a multiprocessing
+ * pool's worker, a DataLoader's): run() hands the worker the batch, which
+ * allocates and touches 1 MiB a sample, frees it and answers. */
+typedef struct worker_step {
+    int to[2], from[2];
+    pid_t pid;
+} worker_step;
+
+static batchfit_outcome worker_build(void *userdata, batchfit_device *dev, void **state,
+                                     char *msg, size_t len)
+{
+    (void)dev;
+    worker_step *w = userdata;
+    if (pipe(w->to) != 0 || pipe(w->from) != 0) {
+        snprintf(msg, len, "pipe");
+        return BATCHFIT_ERROR;
+    }
+    w->pid = fork();
+    if (w->pid == 0) {
+        close(w->to[1]);
+        close(w->from[0]);
+        uint64_t batch;
+        while (read(w->to[0], &batch, sizeof batch) == (ssize_t)sizeof batch && batch) {
+            size_t n = (size_t)batch << 20;
+            volatile char *p = malloc(n);
+            for (size_t i = 0; p && i < n; i += 4096)
+                p[i] = 1;
+            free((void *)p);
+            if (write(w->from[1], "x", 1) != 1)
+                break;
+        }
+        _exit(0);
+    }
+    close(w->to[0]);
+    close(w->from[1]);
+    *state = w;
+    return w->pid > 0 ? BATCHFIT_FITS : BATCHFIT_ERROR;
+}
+
+static batchfit_outcome worker_run(void *state, uint64_t batch, batchfit_step_report *rep)
+{
+    worker_step *w = state;
+    char done;
+    if (write(w->to[1], &batch, sizeof batch) != (ssize_t)sizeof batch ||
+        read(w->from[0], &done, 1) != 1) {
+        snprintf(rep->message, sizeof rep->message, "the worker is gone");
+        return BATCHFIT_ERROR;
+    }
+    return BATCHFIT_FITS;
+}
+
+static void worker_release(void *state)
+{
+    worker_step *w = state;
+    close(w->to[1]);
+    close(w->from[0]);
+    waitpid(w->pid, NULL, 0);
+}
+
+/* What the step's child processes take counts in the trial's peak: a step
+ * whose pool worker took 1 MiB a sample read 34.5 MiB at every size and was
+ * answered 2000 where 265 fit. What the worker shares with this process
+ * (forked from it) is counted once, in this process's own peak. */
+TEST(device_host_in_process_probe_counts_the_step_s_child_processes)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_options o;
+    uint64_t rss = 0;
+    batchfit_device *d = host_over_held(ctx, &o, UINT64_C(160) << 20, &rss);
+    CHECK(d != NULL);
+    worker_step w;
+    memset(&w, 0, sizeof w);
+    batchfit_step step = {sizeof step, "worker", 1, worker_build, worker_run, NULL,
+                          worker_release};
+    batchfit_result *r = NULL;
+    CHECK_EQ(batchfit_probe(ctx, &o, d, &step, &w, &r), BATCHFIT_OK);
+    CHECK_EQ(r->status, BATCHFIT_OK);
+    /* 160 MiB over what this process holds, less the margin and the
+     * spread: the worker's samples stop well under 160. */
+    CHECK(r->batch_size >= 100);
+    CHECK(r->batch_size < 160);
+    const batchfit_trial *last = NULL;
+    for (size_t i = 0; i < r->trial_count; i++)
+        if (r->trials[i].outcome == BATCHFIT_FITS && r->trials[i].batch == r->batch_size)
+            last = &r->trials[i];
+    CHECK(last != NULL);
+    CHECK(last->peak_bytes >= rss / 2 + ((uint64_t)r->batch_size << 20));
+    batchfit_result_free(r);
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
