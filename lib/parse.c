@@ -332,6 +332,15 @@ static int parse_gib(const char *text, const char *source, uint64_t *bytes_out, 
                        source);
         return BATCHFIT_E_PARSE;
     }
+    /* 0.0000001 GiB is 107 bytes: read as a limit, no step fits, and the
+     * refusal came only once the step was built, blaming its size. */
+    if (bytes < ((uint64_t)1 << 20)) {
+        batchfit__errf(err, err_len,
+                       "invalid VRAM limit \"%s\" from %s: %llu bytes, under 1 MiB, where no model "
+                       "fits; it is a number of GiB (e.g. 12 or 7.5)",
+                       text, source, (unsigned long long)bytes);
+        return BATCHFIT_E_PARSE;
+    }
     *bytes_out = bytes;
     return BATCHFIT_OK;
 }

@@ -189,6 +189,7 @@ TEST(parse_vram_limit_errors_name_the_source)
                {"123456789012345678901234567890", "is too large"},
                {"8589934592", "is too large"},
                {"0.0000000001", "rounds to zero bytes"},
+               {"0.0000001", "107 bytes, under 1 MiB, where no model fits"},
                {"-2", "it must be positive"}};
     for (size_t i = 0; i < sizeof why / sizeof why[0]; i++) {
         CHECK_EQ(batchfit__resolve_vram_limit(why[i].text, NULL, &bytes, NULL, err, sizeof err),
