@@ -145,6 +145,10 @@ int batchfit__result_warned(batchfit_ctx *ctx, batchfit_result *result, const ch
  * under the budget in resident memory met; 0 where none. */
 void batchfit__result_set_address_space_cap(batchfit_result *result, uint64_t bytes);
 uint64_t batchfit__result_address_space_cap(const batchfit_result *result);
+/* What this process held as an in-process probe on the host began, which
+ * every trial's peak counts (0: none known, or a command's probe). */
+void batchfit__result_set_held_before(batchfit_result *result, uint64_t bytes);
+uint64_t batchfit__result_held_before(const batchfit_result *result);
 
 /* lattice.c: the allowed batch sizes in [min, bound], indexed 0..count-1. */
 typedef struct batchfit_lattice {

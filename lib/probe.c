@@ -78,6 +78,7 @@ static int settle_one(batchfit_ctx *ctx, const batchfit_options *opts, batchfit_
                       "this process holds %s already, which its trials' peaks count: usable "
                       "with what is free",
                       held);
+        batchfit__result_set_held_before(result, own);
     }
     uint64_t available = b->free_bytes > UINT64_MAX - own ? UINT64_MAX : b->free_bytes + own;
     b->usable_bytes = available;

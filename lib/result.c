@@ -24,7 +24,18 @@ typedef struct result_impl {
     int *trial_ranks;
     size_t trial_rank_cap;
     uint64_t address_space_cap; /* the trials' RLIMIT_AS (--enforce-address-space), 0: none */
+    uint64_t held_before;       /* what this process held as an in-process probe began */
 } result_impl;
+
+void batchfit__result_set_held_before(batchfit_result *result, uint64_t bytes)
+{
+    ((result_impl *)result)->held_before = bytes;
+}
+
+uint64_t batchfit__result_held_before(const batchfit_result *result)
+{
+    return ((const result_impl *)result)->held_before;
+}
 
 void batchfit__result_set_address_space_cap(batchfit_result *result, uint64_t bytes)
 {

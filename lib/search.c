@@ -3208,6 +3208,29 @@ static void minimum_spread_advice(const search *s, char *advice, size_t len)
         memcpy(advice, text, (size_t)n + 1);
 }
 
+/* An in-process probe's trials count what the process held before it
+ * began: where that alone is half the acceptance threshold or more, it is
+ * the advice (a process holding 619.50 MiB under a budget of 500 MiB was
+ * told to try a smaller model). Returns whether it was said. */
+static int held_before_probe(const search *s, char *advice, size_t len)
+{
+    uint64_t held = batchfit__result_held_before(s->result);
+    if (!held || (double)held < 0.5 * s->safe_budget)
+        return 0;
+    char held_text[32], threshold[32], budget[32];
+    batchfit__format_bytes_apart((double)held, s->safe_budget, held_text, threshold,
+                                 sizeof held_text);
+    batchfit_format_bytes(s->budget, budget, sizeof budget);
+    snprintf(advice, len,
+             "; this process held %s before the probe began, which every in-process trial's "
+             "peak counts, against an acceptance threshold of %s (of the budget %s): free what "
+             "it holds before probing (a dataset, a model built outside the step's factory), "
+             "raise the memory budget, or probe the training as a command (batchfit probe -- "
+             "...)",
+             held_text, threshold, budget);
+    return 1;
+}
+
 /* The answer from the settled bracket (or the error that says why none). */
 static int search_finish(search *s, int rc)
 {
@@ -3277,6 +3300,8 @@ static int search_finish(search *s, int rc)
                      "out-of-memory on its own, make it exit non-zero there; if it runs on a "
                      "device this probe does not measure, name that device (--device)",
                      used);
+        } else if (s->budget_known && held_before_probe(s, advice, sizeof advice)) {
+            /* said */
         } else if ((f_under = failure_under_threshold(s)) != NULL) {
             /* Not the budget's doing: a smaller model is no advice. */
             char held[32], threshold[32], gpu[256];

@@ -374,3 +374,35 @@ TEST(device_host_in_process_probe_counts_the_step_s_child_processes)
     batchfit_device_free(d);
     batchfit_ctx_free(ctx);
 }
+
+/* A process that holds more than the budget before an in-process probe
+ * begins fits nothing, its own memory being in every trial's peak: the
+ * error says so, where it advised a smaller model. */
+TEST(device_host_in_process_probe_names_what_the_process_held_before)
+{
+    batchfit_ctx *ctx = test_ctx(NULL);
+    batchfit_device *d = NULL;
+    CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
+    size_t n = (size_t)192 << 20;
+    volatile char *held = malloc(n);
+    CHECK(held != NULL);
+    for (size_t i = 0; i < n; i += 4096)
+        held[i] = 1;
+    batchfit_options o;
+    batchfit_options_init(&o);
+    o.memory_budget_bytes = UINT64_C(128) << 20;
+    host_step h = {(size_t)1 << 10, 0};
+    batchfit_step step = {sizeof step, "host test", 1, hs_build, hs_run, NULL, hs_release};
+    batchfit_result *r = NULL;
+    int rc = batchfit_probe(ctx, &o, d, &step, &h, &r);
+    free((void *)held);
+    CHECK_EQ(rc, BATCHFIT_E_MIN_DOES_NOT_FIT);
+    CHECK(r != NULL);
+    CHECK_CONTAINS(r->error, "; this process held ");
+    CHECK_CONTAINS(r->error, " before the probe began, which every in-process trial's peak "
+                             "counts, against an acceptance threshold of ");
+    CHECK(strstr(r->error, "try a smaller model") == NULL);
+    batchfit_result_free(r);
+    batchfit_device_free(d);
+    batchfit_ctx_free(ctx);
+}
