@@ -212,6 +212,15 @@ int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes, int no_s
         if (no_swap && cg->version == 2 &&
             path_join(file, sizeof file, cg->path, "/memory.swap.max", "") == 0)
             write_text(file, "0");
+        /* v1: memory and swap together capped at the limit (where swap is
+         * accounted), else no swapping in this cgroup's reclaim: on a host
+         * with swap a trial under --enforce swapped its 400 MiB out past a
+         * cap of 64 MiB and fitted. */
+        if (no_swap && cg->version == 1 &&
+            (path_join(file, sizeof file, cg->path, "/memory.memsw.limit_in_bytes", "") != 0 ||
+             write_text(file, value) != 0) &&
+            path_join(file, sizeof file, cg->path, "/memory.swappiness", "") == 0)
+            write_text(file, "0");
     }
     return 0;
 }

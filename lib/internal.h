@@ -451,8 +451,10 @@ typedef struct batchfit__cgroup {
 } batchfit__cgroup;
 int batchfit__cgroup_detect(batchfit__cgroup *cg);
 /* A trial's cgroup under cg->parent, with a memory limit where
- * limit_bytes is not 0 (rounded up to a whole page: never under it); no_swap: none of it swapped either (v2's
- * memory.swap.max 0: a hard cap that swapping would not enforce). */
+ * limit_bytes is not 0 (rounded up to a whole page: never under it);
+ * no_swap: none of it swapped either (v2's memory.swap.max 0; v1's
+ * memory.memsw.limit_in_bytes at the limit, or swappiness 0 where swap is
+ * not accounted: a hard cap that swapping would not enforce). */
 int batchfit__cgroup_create(batchfit__cgroup *cg, uint64_t limit_bytes, int no_swap);
 int batchfit__cgroup_join_self(const batchfit__cgroup *cg, const char *procs_file);
 int batchfit__cgroup_file(const batchfit__cgroup *cg, const char *name, char *out, size_t len);

@@ -70,6 +70,19 @@ TEST(cgroup_accounts_caps_and_removes)
     CHECK(gone);
 }
 
+/* The first line of a trial cgroup's file, "" where it has none. */
+static void cgroup_text(const batchfit__cgroup *cg, const char *name, char *text, size_t len)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX];
+    text[0] = '\0';
+    FILE *f = batchfit__cgroup_file(cg, name, file, sizeof file) == 0 ? fopen(file, "r") : NULL;
+    if (f) {
+        if (!fgets(text, (int)len, f))
+            text[0] = '\0';
+        fclose(f);
+    }
+}
+
 /* A limit of a budget's bytes is never set under them: the kernel keeps
  * whole pages, rounded down, and a trial's cap at its budget (rarely a
  * page multiple) read back up to a page under it: a CI machine's failure
@@ -85,23 +98,50 @@ TEST(cgroup_a_limit_is_never_set_under_its_bytes)
     }
     const uint64_t limit = (UINT64_C(256) << 20) + 1;
     int made = batchfit__cgroup_create(cg, limit, 0);
-    char file[BATCHFIT__CGROUP_PATH_MAX], text[64] = "";
-    int named = made == 0 && batchfit__cgroup_file(cg, cg->version == 2 ? "memory.max"
-                                                                         : "memory.limit_in_bytes",
-                                                   file, sizeof file) == 0;
-    FILE *f = named ? fopen(file, "r") : NULL;
-    if (f) {
-        if (!fgets(text, sizeof text, f))
-            text[0] = '\0';
-        fclose(f);
-    }
+    char text[64];
+    cgroup_text(cg, cg->version == 2 ? "memory.max" : "memory.limit_in_bytes", text, sizeof text);
     batchfit__cgroup_destroy(cg);
     free(cg);
     CHECK_EQ(made, 0);
-    CHECK(named);
     unsigned long long set = strtoull(text, NULL, 10);
     CHECK(set >= limit);
     CHECK(set < limit + UINT64_C(65536));
+}
+
+/* A hard cap (--enforce) is not swapped past: on a v1 host with swap a
+ * trial's 400 MiB went to swap under a cap of 64 MiB and fitted. v1 caps
+ * memory and swap together at the limit (or, where swap is not accounted,
+ * sets swappiness 0); v2 sets memory.swap.max 0. A cap that is no hard one
+ * leaves swap as it is. */
+TEST(cgroup_a_hard_cap_is_not_swapped_past)
+{
+    batchfit__cgroup *cg = calloc(1, sizeof *cg);
+    CHECK(cg != NULL);
+    if (batchfit__cgroup_detect(cg) != 0) {
+        free(cg);
+        return;
+    }
+    const uint64_t limit = UINT64_C(64) << 20;
+    char memsw[64], swappiness[64], swap_max[64], soft_memsw[64];
+    int made = batchfit__cgroup_create(cg, limit, 1);
+    cgroup_text(cg, "memory.memsw.limit_in_bytes", memsw, sizeof memsw);
+    cgroup_text(cg, "memory.swappiness", swappiness, sizeof swappiness);
+    cgroup_text(cg, "memory.swap.max", swap_max, sizeof swap_max);
+    batchfit__cgroup_destroy(cg);
+    int soft = batchfit__cgroup_create(cg, limit, 0);
+    cgroup_text(cg, "memory.memsw.limit_in_bytes", soft_memsw, sizeof soft_memsw);
+    batchfit__cgroup_destroy(cg);
+    int version = cg->version;
+    free(cg);
+    CHECK_EQ(made, 0);
+    CHECK_EQ(soft, 0);
+    if (version == 1) {
+        CHECK(strtoull(memsw, NULL, 10) == limit || strtoull(swappiness, NULL, 10) == 0);
+        if (memsw[0])
+            CHECK(strtoull(soft_memsw, NULL, 10) > limit);
+    } else if (swap_max[0]) {
+        CHECK_STR(swap_max, "0\n");
+    }
 }
 
 /* What a process in the inner of two limited cgroups reads: it holds 16
