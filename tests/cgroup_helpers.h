@@ -29,6 +29,23 @@ static inline void test_cgroups_close(test_cgroups *c)
     free(c);
 }
 
+/* On v2, a child cgroup has the memory controller only where its
+ * parent's subtree_control names it: names it in cg's (a trial cgroup's
+ * path). Nothing on v1. */
+static inline void test_cgroup_give_memory(const batchfit__cgroup *cg)
+{
+    char file[BATCHFIT__CGROUP_PATH_MAX];
+    if (cg->version != 2 ||
+        batchfit__cgroup_file(cg, "cgroup.subtree_control", file, sizeof file) != 0)
+        return;
+    int fd = open(file, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t ignored = write(fd, "+memory", 7);
+        (void)ignored;
+        close(fd);
+    }
+}
+
 /* Makes the pair; NULL, with the reason printed, where no cgroup memory
  * hierarchy is usable here (the test is skipped). */
 static inline test_cgroups *test_cgroups_open(uint64_t outer_limit, uint64_t inner_limit)
@@ -46,18 +63,7 @@ static inline test_cgroups *test_cgroups_open(uint64_t outer_limit, uint64_t inn
         return c;
     c->inner = c->outer;
     snprintf(c->inner.parent, sizeof c->inner.parent, "%s", c->outer.path);
-    char file[BATCHFIT__CGROUP_PATH_MAX];
-    /* v2 gives a child cgroup the memory controller only where its
-     * parent's subtree_control names it. */
-    if (c->outer.version == 2 &&
-        batchfit__cgroup_file(&c->outer, "cgroup.subtree_control", file, sizeof file) == 0) {
-        int fd = open(file, O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t ignored = write(fd, "+memory", 7);
-            (void)ignored;
-            close(fd);
-        }
-    }
+    test_cgroup_give_memory(&c->outer);
     if (batchfit__cgroup_create(&c->inner, inner_limit, 1) == 0 &&
         batchfit__cgroup_file(&c->inner, "cgroup.procs", c->procs, sizeof c->procs) == 0)
         c->made = 0;

@@ -2,8 +2,11 @@
  * exact name or prefix) and ends with the line "N passed, N failed". */
 #include "test.h"
 
+#include <linux/magic.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #define X(name) void test_##name(void);
 #include "list.h"
@@ -47,6 +50,21 @@ const char *test_build_dir(void)
 {
     const char *b = getenv("BATCHFIT_TEST_BUILD");
     return b ? b : "build";
+}
+
+const char *test_page_cache_dir(void)
+{
+    static char dir[1024];
+    const char *candidates[] = {test_build_dir(), "/var/tmp", "/tmp"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        struct statfs fs;
+        if (access(candidates[i], W_OK) == 0 && statfs(candidates[i], &fs) == 0 &&
+            fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC) {
+            snprintf(dir, sizeof dir, "%s", candidates[i]);
+            return dir;
+        }
+    }
+    return NULL;
 }
 
 /* The suite tests batchfit against its fakes and simulator, not against

@@ -69,6 +69,11 @@ int test_failed(void);
 /* The repository root, for tests that run scripts or programs. */
 const char *test_source_dir(void);
 const char *test_build_dir(void);
+/* A writable directory whose files are page cache, not memory (no tmpfs
+ * or ramfs, where a file is shared memory that no reclaim drops): the
+ * build directory, /var/tmp or /tmp; NULL where none is (tests that need
+ * one skip). */
+const char *test_page_cache_dir(void);
 /* Where the suite's CUDA and NVML libraries point unless a test loads its
  * fakes: nowhere, so no driver on the machine is ever used. */
 #define TEST_NO_CUDA "/nonexistent/libcuda.so.1"

@@ -170,7 +170,9 @@ static limit_reading read_limit_inside(const test_cgroups *c)
             for (size_t i = 0; p && i < n; i += 4096)
                 p[i] = 1;
             char path[1100];
-            snprintf(path, sizeof path, "%s/cgroup-cache-%ld", test_build_dir(), (long)getpid());
+            const char *dir = test_page_cache_dir();
+            snprintf(path, sizeof path, "%s/batchfit-cgroup-cache-%ld", dir ? dir : ".",
+                     (long)getpid());
             FILE *f = fopen(path, "w+");
             static char block[1 << 20];
             memset(block, 7, sizeof block);
@@ -307,6 +309,8 @@ TEST(cgroup_note_escapes_the_bytes_of_odd_names)
     char odd[BATCHFIT__CGROUP_PATH_MAX + 32], procs[BATCHFIT__CGROUP_PATH_MAX + 64];
     snprintf(odd, sizeof odd, "%s/odd\x01\xff\\", c->inner.path);
     snprintf(procs, sizeof procs, "%s/cgroup.procs", odd);
+    if (made == 0)
+        test_cgroup_give_memory(&c->inner);
     int dir_made = made == 0 && mkdir(odd, 0755) == 0;
     /* The tightest limit: the note names it. */
     if (dir_made) {
