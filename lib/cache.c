@@ -25,7 +25,18 @@ static int cache_dir(char *out, size_t len, char *err, size_t err_len)
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     int n;
-    /* XDG: a relative XDG_CACHE_HOME is invalid and is ignored. */
+    /* XDG: a relative XDG_CACHE_HOME is invalid and is ignored. A relative
+     * BATCHFIT_CACHE_DIR is refused: the cache would follow the directory
+     * batchfit runs in ("relcache" made one in each), and "~/x" (quoted,
+     * so no shell expanded it) made a directory named "~". */
+    if (explicit_dir && *explicit_dir && explicit_dir[0] != '/') {
+        batchfit__errf(err, err_len,
+                       "BATCHFIT_CACHE_DIR (%s) is relative: the cache would change with the "
+                       "directory batchfit runs in; give an absolute path%s",
+                       explicit_dir,
+                       explicit_dir[0] == '~' ? " (a ~ no shell expanded: use $HOME)" : "");
+        return BATCHFIT_E_INVALID_ARGUMENT;
+    }
     if (explicit_dir && *explicit_dir)
         n = snprintf(out, len, "%s", explicit_dir);
     else if (xdg && xdg[0] == '/')

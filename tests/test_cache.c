@@ -78,6 +78,14 @@ TEST(cache_directory_from_the_environment)
     setenv("XDG_CACHE_HOME", "/x/xdg", 1);
     CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_OK);
     CHECK_STR(dir, "/x/explicit");
+    /* A relative one is refused, not followed from wherever batchfit runs
+     * ("~/x" quoted made a directory named "~"). */
+    setenv("BATCHFIT_CACHE_DIR", "relcache", 1);
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "BATCHFIT_CACHE_DIR (relcache) is relative");
+    setenv("BATCHFIT_CACHE_DIR", "~/x", 1);
+    CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_E_INVALID_ARGUMENT);
+    CHECK_CONTAINS(batchfit_ctx_last_error(ctx), "(a ~ no shell expanded: use $HOME)");
     unsetenv("BATCHFIT_CACHE_DIR");
     CHECK_EQ(batchfit_cache_dir(ctx, dir, sizeof dir), BATCHFIT_OK);
     CHECK_STR(dir, "/x/xdg/batchfit");
