@@ -222,6 +222,10 @@ static void fit_line(plot *p, const batchfit_result *r)
     double y0 = f->intercept_bytes, y1 = f->intercept_bytes + f->bytes_per_sample * x1;
     double w0 = f->max_residual_bytes + spread * fabs(y0);
     double w1 = f->max_residual_bytes + spread * fabs(y1);
+    /* A fit from a hand-edited document (1e308 bytes and -1e308 a sample)
+     * reaches infinity: "-inf" is no coordinate, and no line is drawn. */
+    if (!isfinite(y0 + w0) || !isfinite(y1 + w1) || !isfinite(y0 - w0) || !isfinite(y1 - w1))
+        return;
     batchfit__buf_printf(b,
                          "<g clip-path=\"url(#area)\"><path d=\"M%.1f %.1fL%.1f %.1fL%.1f "
                          "%.1fL%.1f %.1fZ\" fill=\"#1f6feb\" fill-opacity=\"0.12\"/>"

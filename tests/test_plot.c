@@ -233,6 +233,17 @@ TEST(svg_text_is_xml_whatever_the_output_held)
         CHECK(!(n == 3 && p[0] == 0xEF && p[1] == 0xBF && p[2] >= 0xBE));
         p += n;
     }
+    /* A fit that reaches infinity across the plot (a hand-edited document's
+     * 1e308 bytes and -1e308 a sample) draws no line: "-inf" was written as
+     * a coordinate. */
+    r->fit.valid = 1;
+    r->fit.intercept_bytes = 1e308;
+    r->fit.bytes_per_sample = -1e308;
+    r->fit.max_residual_bytes = 1e308;
+    CHECK_EQ(batchfit_result_svg(ctx, r, &svg), BATCHFIT_OK);
+    CHECK(strstr(svg, "-inf") == NULL && strstr(svg, "\"inf\"") == NULL);
+    CHECK(strstr(svg, "infL") == NULL && strstr(svg, "infZ") == NULL);
+    CHECK(strstr(svg, "nan") == NULL);
     batchfit_result_free(r);
     batchfit_ctx_free(ctx);
 }
