@@ -303,12 +303,16 @@ static int word_char(char c)
  * lower the risk of out of memory", "retries after an out of memory
  * error", a help text's; each printed by a run that finished read as one
  * that ran out of memory, exit 3). */
-static const char *const negations[] = {"no",     "not",  "never", "without", "zero",
-                                        "if",     "unless", "case"};
-static const char *const advice_stems[] = {"avoid", "prevent", "reduc",   "mitigat", "handl",
-                                           "limit", "lower",   "minimiz", "minimis", "risk",
-                                           "retr"};
-static const char *const advice_endings[] = {"", "e", "es", "ed", "ing", "s", "y", "ies", "ied", "ying"};
+static const char *const negations[] = {"no", "not", "never", "without", "zero", "if", "unless"};
+static const char *const advice_stems[] = {"avoid", "prevent", "reduc",   "mitigat",
+                                           "handl", "lower",   "minimiz", "minimis", "risk"};
+static const char *const advice_endings[] = {"", "e", "es", "ed", "ing", "s"};
+/* Two words that say it only together, the first before the second: "in
+ * case of out of memory", "to limit out of memory"; alone they report one
+ * ("Test case 3 out of memory", "exceeded its memory limit and ran out of
+ * memory"). Retrying is no advice either: "retrying after CUDA out of
+ * memory, giving up" reports one. */
+static const char *const phrases[][2] = {{"in", "case"}, {"to", "limit"}};
 /* Values after the match's colon or equals sign that say nothing failed
  * ("Checked for MemoryError: none", "malloc failed: 0 times"). */
 static const char *const nothing[] = {"none", "0", "false", "no", "never", "n/a", "nil", "null"};
@@ -408,7 +412,7 @@ static int names_without_reporting(const char *line, size_t so, size_t eo)
 {
     if (in_a_warning(line, so) || says_harmless(line, eo))
         return 1;
-    size_t at = so;
+    size_t at = so, later_at = 0, later_len = 0;
     for (unsigned words = 0; words < 4;) {
         while (at > 0 && (line[at - 1] == ' ' || line[at - 1] == '\t'))
             at--;
@@ -420,6 +424,12 @@ static int names_without_reporting(const char *line, size_t so, size_t eo)
         if (one_of(line + at, end - at, negations, sizeof negations / sizeof negations[0]) ||
             advice_word(line + at, end - at))
             return 1;
+        for (size_t i = 0; later_len && i < sizeof phrases / sizeof phrases[0]; i++)
+            if (one_of(line + at, end - at, &phrases[i][0], 1) &&
+                one_of(line + later_at, later_len, &phrases[i][1], 1))
+                return 1;
+        later_at = at;
+        later_len = end - at;
         words++;
     }
     const char *p = line + eo;

@@ -3209,14 +3209,16 @@ static void minimum_spread_advice(const search *s, char *advice, size_t len)
 }
 
 /* An in-process probe's trials count what the process held before it
- * began: where that alone is half the acceptance threshold or more, it is
- * the advice (a process holding 619.50 MiB under a budget of 500 MiB was
- * told to try a smaller model). Returns whether it was said. */
-static int held_before_probe(const search *s, char *advice, size_t len)
+ * began: where the budget stopped the minimum and that alone is half the
+ * acceptance threshold or more, it is the advice (a process holding 619.50
+ * MiB under a budget of 500 MiB was told to try a smaller model). */
+static void held_before_probe(const search *s, const batchfit_trial *failed, char *advice,
+                              size_t len)
 {
     uint64_t held = batchfit__result_held_before(s->result);
-    if (!held || (double)held < 0.5 * s->safe_budget)
-        return 0;
+    if (!held || (double)held < 0.5 * s->safe_budget || !failed->peak_known ||
+        (double)failed->peak_bytes < s->safe_budget)
+        return;
     char held_text[32], threshold[32], budget[32];
     batchfit__format_bytes_apart((double)held, s->safe_budget, held_text, threshold,
                                  sizeof held_text);
@@ -3228,7 +3230,6 @@ static int held_before_probe(const search *s, char *advice, size_t len)
              "raise the memory budget, or probe the training as a command (batchfit probe -- "
              "...)",
              held_text, threshold, budget);
-    return 1;
 }
 
 /* The answer from the settled bracket (or the error that says why none). */
@@ -3300,8 +3301,6 @@ static int search_finish(search *s, int rc)
                      "out-of-memory on its own, make it exit non-zero there; if it runs on a "
                      "device this probe does not measure, name that device (--device)",
                      used);
-        } else if (s->budget_known && held_before_probe(s, advice, sizeof advice)) {
-            /* said */
         } else if ((f_under = failure_under_threshold(s)) != NULL) {
             /* Not the budget's doing: a smaller model is no advice. */
             char held[32], threshold[32], gpu[256];
@@ -3314,6 +3313,11 @@ static int search_finish(search *s, int rc)
                      held, threshold,
                      hint == gpu ? gpu : "something else did (see its message); a smaller model "
                                          "may not help");
+        } else if (s->budget_known) {
+            /* Where the budget stopped it, what the process held before may
+             * be why (a message of a device's own, "CUDA out of memory" on
+             * the host, read no peak past it: not this). */
+            held_before_probe(s, last, advice, sizeof advice);
         }
         minimum_spread_advice(s, advice, sizeof advice);
         return batchfit__fail(ctx, BATCHFIT_E_MIN_DOES_NOT_FIT,
