@@ -1136,8 +1136,9 @@ BATCHFIT_API const batchfit_recover_plan *batchfit_recover_get(const batchfit_re
  * micro-batch is raised toward the starting size; *changed says so. A
  * raise that runs out of memory bounds the next ones below its size, and
  * doubles the wait; once the run has held just below that size for the
- * wait, the size is tried again (running clean, the wait is grow_after
- * again).
+ * wait, the size is tried again (running clean for the wait, the wait is
+ * grow_after again; running out of memory meanwhile, the run goes back to
+ * the size it was tried from).
  * Returns BATCHFIT_OK, or BATCHFIT_E_ABORTED where the resize callback
  * refused the larger plan (the plan stays the one the pipeline has). */
 BATCHFIT_API int batchfit_recover_step_ok(batchfit_recover *rec, int *changed);

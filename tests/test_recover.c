@@ -242,10 +242,10 @@ TEST(recover_grows_back_when_asked)
     CHECK_EQ(p->micro_batch, 19);
     CHECK_EQ(clean_steps_to_grow(r, 100), 12);
     CHECK_EQ(p->micro_batch, 22);
-    /* This time it runs clean: the squeeze has passed, and growing goes
-     * on every 3 clean steps (that one the first), halfway to 32 (26 x 4
-     * + 24), then 32. */
-    CHECK_EQ(clean_steps_to_grow(r, 100), 3);
+    /* This time it runs clean for the wait (12 steps on trial): the
+     * squeeze has passed, and growing goes on every 3 clean steps, halfway
+     * to 32 (26 x 4 + 24), then 32. */
+    CHECK_EQ(clean_steps_to_grow(r, 100), 12 + 3);
     CHECK_EQ(p->micro_batch, 26);
     CHECK_EQ(clean_steps_to_grow(r, 100), 3);
     CHECK_EQ(p->micro_batch, 32);
@@ -346,6 +346,31 @@ TEST(recover_grows_back_after_a_squeeze_passes)
     CHECK_EQ(calm.last_clean, 32);
     CHECK_EQ(squeezed.last_clean, 32);
     CHECK_EQ(squeezed.ooms_after, 0);
+
+    /* Memory that comes and goes (room for 10 or 13 samples a step, at
+     * random): a retried size is on trial for the wait, not passed after
+     * one clean step (taken as passed, it ran out of memory 633 times in
+     * 100000 steps, each halving, and the mean micro-batch fell to 8.97). */
+    resizes coming = {.grow_after = 20};
+    batchfit_recover *r = make(ctx, 64, 32, &coming, NULL);
+    CHECK(r != NULL);
+    const batchfit_recover_plan *p = batchfit_recover_get(r);
+    unsigned ooms = 0;
+    uint64_t samples = 0, draw = 12345;
+    for (int step = 0; step < 100000; step++) {
+        draw = draw * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        uint64_t room = (draw >> 33) & 1 ? 13 : 10;
+        if (p->micro_batch > room) {
+            ooms++;
+            CHECK_EQ(batchfit_recover_oom(r, 0), BATCHFIT_OK);
+        } else {
+            samples += p->micro_batch;
+            CHECK_EQ(batchfit_recover_step_ok(r, NULL), BATCHFIT_OK);
+        }
+    }
+    batchfit_recover_free(r);
+    CHECK(ooms <= 30);
+    CHECK(samples >= UINT64_C(990000)); /* a mean micro-batch of 9.9 at least */
 
     uint64_t seed = UINT64_C(0x9e3779b97f4a7c15);
     unsigned cases = 0;
