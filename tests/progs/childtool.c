@@ -227,7 +227,9 @@ static int gpu_grow_each(const char *per_sample_list, long fixed_mib)
             return 1;
         }
     }
-    sleep_ms(150);
+    /* Held long enough for a loaded sampler to read every device (150 ms
+     * went unread once under AddressSanitizer: a peak of 0 on one GPU). */
+    sleep_ms(300);
     for (int i = 0; i < listed; i++) {
         set(ctx[i]);
         release(act[i]);
