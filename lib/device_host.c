@@ -144,11 +144,10 @@ static void host_peak_begin(batchfit_device *dev)
     long self = (long)getpid();
     for (unsigned i = 0; i < st->tree.count && st->children < HOST_CHILDREN; i++) {
         host_child c = {st->tree.member[i].pid, st->tree.member[i].start, 0, 0};
-        uint64_t rss;
         if (c.pid == self)
             continue;
         c.reset = batchfit__proc_hwm_reset(c.pid) == 0 &&
-                  batchfit__proc_private(c.pid, &c.private_bytes, &rss) == 0;
+                  batchfit__proc_private(c.pid, &c.private_bytes) == 0;
         st->child[st->children++] = c;
     }
 }
@@ -171,12 +170,10 @@ static uint64_t children_growth(host_state *st)
         for (unsigned k = 0; k < st->children && !before; k++)
             if (st->child[k].pid == m->pid && st->child[k].start == m->start)
                 before = &st->child[k];
-        uint64_t hwm, own, rss;
+        uint64_t hwm, shared;
         if (m->pid == self || (before && !before->reset) ||
-            batchfit__proc_hwm(m->pid, &hwm) != 0 ||
-            batchfit__proc_private(m->pid, &own, &rss) != 0)
+            batchfit__proc_hwm(m->pid, &hwm) != 0 || batchfit__proc_shared(m->pid, &shared) != 0)
             continue;
-        uint64_t shared = rss > own ? rss - own : 0;
         uint64_t base = before ? before->private_bytes : 0;
         sum += hwm > shared + base ? hwm - shared - base : 0;
     }

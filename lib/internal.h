@@ -399,8 +399,10 @@ int batchfit__self_hwm_reset(void);
 int batchfit__proc_hwm(long pid, uint64_t *bytes);
 int batchfit__proc_hwm_reset(long pid);
 /* A live process's private resident memory (smaps_rollup's Private_Clean
- * and Private_Dirty: pages no other process maps) and its resident set. */
-int batchfit__proc_private(long pid, uint64_t *private_bytes, uint64_t *rss_bytes);
+ * and Private_Dirty: pages no other process maps), and its shared resident
+ * memory (Shared_Clean and Shared_Dirty: the rest of its RSS). */
+int batchfit__proc_private(long pid, uint64_t *bytes);
+int batchfit__proc_shared(long pid, uint64_t *bytes);
 /* Sums the RSS of root, its descendants, our own reparented orphans and
  * every member already found (several of them, with t->proportional: their
  * proportional set sizes), and adds the new ones. 0; -1 when /proc

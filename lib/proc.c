@@ -173,17 +173,29 @@ int batchfit__proc_hwm_reset(long pid)
     return hwm_reset(text);
 }
 
-int batchfit__proc_private(long pid, uint64_t *private_bytes, uint64_t *rss_bytes)
+/* The sum of two keys of PID's smaps_rollup, read in one walk of its page
+ * tables. */
+static int rollup_pair(long pid, const char *clean_key, const char *dirty_key, uint64_t *bytes)
 {
     char text[32];
-    uint64_t dirty = 0, clean = 0;
+    uint64_t clean = 0, dirty = 0;
     int found = 0;
     snprintf(text, sizeof text, "%ld", pid);
-    if (proc_kib2(text, "smaps_rollup", "Rss", rss_bytes, "Private_Dirty", &dirty, &found) != 0 ||
-        !found || proc_kib(text, "smaps_rollup", "Private_Clean", &clean) != 0)
+    if (proc_kib2(text, "smaps_rollup", clean_key, &clean, dirty_key, &dirty, &found) != 0 ||
+        !found)
         return -1;
-    *private_bytes = dirty + clean;
+    *bytes = clean + dirty;
     return 0;
+}
+
+int batchfit__proc_private(long pid, uint64_t *bytes)
+{
+    return rollup_pair(pid, "Private_Clean", "Private_Dirty", bytes);
+}
+
+int batchfit__proc_shared(long pid, uint64_t *bytes)
+{
+    return rollup_pair(pid, "Shared_Clean", "Shared_Dirty", bytes);
 }
 
 /* Reads ppid, start time and RSS pages of one process from /proc/PID/stat
