@@ -4,6 +4,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* bytes of heap, every page written (so resident); NULL where malloc
+ * fails. free((void *)p) gives them back. */
+static volatile char *touched(size_t bytes)
+{
+    volatile char *p = malloc(bytes);
+    for (size_t i = 0; p && i < bytes; i += 4096)
+        p[i] = 1;
+    return p;
+}
+
 TEST(device_host_reports_ram_and_measures_its_own_peak)
 {
     batchfit_ctx *ctx = test_ctx(NULL);
@@ -20,11 +30,8 @@ TEST(device_host_reports_ram_and_measures_its_own_peak)
     CHECK_EQ(batchfit_device_peak_reset(d), BATCHFIT_OK);
     uint64_t before = 0, after = 0;
     CHECK_EQ(batchfit_device_peak(d, &before), BATCHFIT_OK);
-    size_t n = (size_t)64 << 20;
-    volatile char *p = malloc(n);
+    volatile char *p = touched((size_t)64 << 20);
     CHECK(p != NULL);
-    for (size_t i = 0; i < n; i += 4096)
-        p[i] = 1;
     CHECK_EQ(batchfit_device_peak(d, &after), BATCHFIT_OK);
     free((void *)p);
     CHECK(after >= before + (UINT64_C(60) << 20));
@@ -53,14 +60,11 @@ static batchfit_outcome hs_run(void *state, uint64_t batch, batchfit_step_report
 {
     host_step *h = state;
     h->budget_seen = rep->budget_bytes;
-    size_t n = h->per_sample * (size_t)batch;
-    volatile char *p = malloc(n);
+    volatile char *p = touched(h->per_sample * (size_t)batch);
     if (!p) {
         snprintf(rep->message, sizeof rep->message, "out of memory");
         return BATCHFIT_OOM;
     }
-    for (size_t i = 0; i < n; i += 4096)
-        p[i] = 1;
     free((void *)p);
     return BATCHFIT_FITS;
 }
@@ -110,11 +114,8 @@ TEST(device_host_in_process_probe_counts_what_the_process_holds_as_usable)
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_device *d = NULL;
     CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
-    size_t held = (size_t)256 << 20;
-    volatile char *p = malloc(held);
+    volatile char *p = touched((size_t)256 << 20);
     CHECK(p != NULL);
-    for (size_t i = 0; i < held; i += 4096)
-        p[i] = 1;
     host_step h = {(size_t)1 << 20, 0};
     batchfit_step step = {sizeof step, "host test", 1, hs_build, hs_run, NULL, hs_release};
     batchfit_options o;
@@ -312,11 +313,7 @@ static batchfit_outcome worker_build(void *userdata, batchfit_device *dev, void 
         close(w->from[0]);
         uint64_t batch;
         while (read(w->to[0], &batch, sizeof batch) == (ssize_t)sizeof batch && batch) {
-            size_t n = (size_t)batch << 20;
-            volatile char *p = malloc(n);
-            for (size_t i = 0; p && i < n; i += 4096)
-                p[i] = 1;
-            free((void *)p);
+            free((void *)touched((size_t)batch << 20));
             if (write(w->from[1], "x", 1) != 1)
                 break;
         }
@@ -400,11 +397,8 @@ TEST(device_host_in_process_probe_names_what_the_process_held_before)
     batchfit_ctx *ctx = test_ctx(NULL);
     batchfit_device *d = NULL;
     CHECK_EQ(batchfit_device_open(ctx, "host", &d), BATCHFIT_OK);
-    size_t n = (size_t)192 << 20;
-    volatile char *held = malloc(n);
+    volatile char *held = touched((size_t)192 << 20);
     CHECK(held != NULL);
-    for (size_t i = 0; i < n; i += 4096)
-        held[i] = 1;
     batchfit_options o;
     batchfit_options_init(&o);
     o.memory_budget_bytes = UINT64_C(128) << 20;
