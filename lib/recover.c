@@ -265,7 +265,6 @@ int batchfit_recover_step_ok(batchfit_recover *r, int *changed)
         r->retrying = 0;
         r->grow_failed = 0;
         r->grow_wait = r->opts.grow_after;
-        r->last_good_micro = r->plan.micro_batch;
         r->clean_steps = 0;
         return BATCHFIT_OK;
     }
