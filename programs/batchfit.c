@@ -45,12 +45,6 @@ static void hold_standard_streams(void)
     }
 }
 
-/* A command that could not write its output to stdout fails with exit 6
- * (probe and plot say so of their answer themselves, and call this for
- * their --help; info, estimate, cache and every --help exited 0
- * with nothing written (>/dev/full, >&-), and a script took that for an
- * answer. A reader that went away (EPIPE, as with | head) chose not to
- * read. Other exit codes stand. */
 void cli_log_warnings(batchfit_log_level level, const char *message, void *userdata)
 {
     (void)userdata;
@@ -58,6 +52,12 @@ void cli_log_warnings(batchfit_log_level level, const char *message, void *userd
         fprintf(stderr, "batchfit: warning: %s\n", message);
 }
 
+/* A command that could not write its output to stdout fails with exit 6
+ * (probe and plot say so of their answer themselves, and call this for
+ * their --help; info, estimate, cache and every --help exited 0
+ * with nothing written (>/dev/full, >&-), and a script took that for an
+ * answer. A reader that went away (EPIPE, as with | head) chose not to
+ * read. Other exit codes stand. */
 int cli_finish_output(const char *who, int rc)
 {
     if (rc != EXIT_FOUND)
